@@ -1,0 +1,327 @@
+//! The training engine: runs experiments with libtorch.
+//!
+//! `revtx-book run` and the book build call this binary, one process per run, so runs
+//! execute in parallel, a crash stays inside its run, and the compiler never loads libtorch.
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use revtx_book::experiments::{parse_seeds, RunConfig, PRESETS};
+use revtx_book::result::{mean_std, RunResult};
+use revtx_book::train::{self, Progress, RunError};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+#[derive(Parser)]
+#[command(
+    name = "revtx-engine",
+    about = "Trains and evaluates the chapter's experiments"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a named experiment and print its result.
+    Run(RunArgs),
+    /// Run one resolved config (JSON `{ "config": ..., "seed": N }`) and write
+    /// `result.json` and `weights.safetensors` into a new directory OUT.
+    Exec {
+        #[arg(long)]
+        spec: PathBuf,
+        #[arg(long)]
+        out: PathBuf,
+    },
+}
+
+#[derive(clap::Args)]
+pub struct RunArgs {
+    /// Experiment name (see --list).
+    experiment: Option<String>,
+    /// List the experiments.
+    #[arg(long)]
+    list: bool,
+    /// Seed of the run.
+    #[arg(long, default_value_t = 0, conflicts_with = "seeds")]
+    seed: u64,
+    /// Several seeds, e.g. `0..5` or `1,2,3`: reports mean and spread.
+    #[arg(long)]
+    seeds: Option<String>,
+    /// Override the number of training steps.
+    #[arg(long)]
+    steps: Option<usize>,
+    /// Print the whole result as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Save the trained weights (safetensors) here.
+    #[arg(long)]
+    save: Option<PathBuf>,
+}
+
+fn main() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    let _ = ctrlc::set_handler(move || {
+        if s.swap(true, Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
+    let cli = Cli::parse();
+    let res = match cli.cmd {
+        Cmd::Run(a) => run_cmd(a, &stop),
+        Cmd::Exec { spec, out } => exec(&spec, &out, &stop),
+    };
+    if let Err(e) = res {
+        let interrupted = e
+            .downcast_ref::<RunError>()
+            .is_some_and(|e| matches!(e, RunError::Interrupted(_)));
+        eprintln!("error: {e:#}");
+        std::process::exit(if interrupted { 130 } else { 1 });
+    }
+}
+
+/// Progress: a bar on a terminal, otherwise a line every so often.
+struct Reporter {
+    label: String,
+    bar: Option<indicatif::ProgressBar>,
+    stop: Arc<AtomicBool>,
+    started: Instant,
+    every: usize,
+}
+
+impl Reporter {
+    fn new(label: &str, steps: usize, stop: Arc<AtomicBool>) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let b = indicatif::ProgressBar::new(steps as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "{prefix} [{bar:30}] {pos}/{len} loss {msg} {per_sec} eta {eta}",
+                )
+                .unwrap()
+                .progress_chars("=> "),
+            );
+            b.set_prefix(label.to_string());
+            b
+        });
+        Reporter {
+            label: label.into(),
+            bar,
+            stop,
+            started: Instant::now(),
+            every: (steps / 10).max(1),
+        }
+    }
+}
+
+impl Progress for Reporter {
+    fn step(&mut self, step: usize, total: usize, loss: f64) -> bool {
+        match &self.bar {
+            Some(b) => {
+                b.set_position(step as u64);
+                b.set_message(format!("{loss:.4}"));
+                if step == total {
+                    b.finish_and_clear();
+                }
+            }
+            None if step % self.every == 0 || step == total => {
+                let rate = step as f64 / self.started.elapsed().as_secs_f64();
+                let eta = (total - step) as f64 / rate;
+                eprintln!(
+                    "{}: step {step}/{total} loss {loss:.4} {rate:.1} steps/s eta {eta:.0}s",
+                    self.label
+                );
+            }
+            None => {}
+        }
+        !self.stop.load(Ordering::SeqCst)
+    }
+}
+
+fn run_cmd(a: RunArgs, stop: &Arc<AtomicBool>) -> Result<()> {
+    if a.list || a.experiment.is_none() {
+        println!("experiments:");
+        for (name, about) in PRESETS {
+            println!("  {name:<18} {about}");
+        }
+        return Ok(());
+    }
+    let name = a.experiment.unwrap();
+    let Some(mut cfg) = RunConfig::preset(&name) else {
+        bail!("unknown experiment `{name}`; `revtx-book run --list` shows them");
+    };
+    if let Some(s) = a.steps {
+        cfg.train.steps = s;
+    }
+    let seeds = match &a.seeds {
+        Some(s) => parse_seeds(s).map_err(anyhow::Error::msg)?,
+        None => vec![a.seed],
+    };
+    let mut results = Vec::new();
+    for &seed in &seeds {
+        let mut rep = Reporter::new(&format!("{name} s{seed}"), cfg.train.steps, stop.clone());
+        let fin = train::run(&cfg, seed, &mut rep)?;
+        if let (Some(path), Some(vs)) = (&a.save, &fin.weights) {
+            vs.save(path)
+                .with_context(|| format!("saving weights to {}", path.display()))?;
+        }
+        if a.json {
+            println!("{}", serde_json::to_string(&fin.result)?);
+        } else {
+            print_summary(&fin.result);
+        }
+        results.push(fin.result);
+    }
+    if results.len() > 1 && !a.json {
+        print_spread(&results);
+    }
+    Ok(())
+}
+
+fn print_summary(r: &RunResult) {
+    println!(
+        "== {} seed {} ({} parameters)",
+        kind_name(r),
+        r.seed,
+        r.params
+    );
+    if let Some(w) = &r.worked {
+        println!(
+            "scores {:?}\nweights {:?}\noutput {:?}",
+            w.scores, w.weights, w.output
+        );
+    }
+    if let Some(v) = &r.variance {
+        for d in v {
+            println!(
+                "d={} var(q.k)={:.2} var(q.k/sqrt d)={:.3}",
+                d.dim, d.variance, d.scaled_variance
+            );
+        }
+    }
+    if let Some(t) = &r.train {
+        let bm: Vec<String> = t.block_means.iter().map(|x| format!("{x:.4}")).collect();
+        println!("block means: {}", bm.join(" "));
+        println!(
+            "first step with {}-step mean below {}: {:?}",
+            r.config.train.window, r.config.train.threshold, t.first_below
+        );
+        println!("last block mean {:.4}", t.last_block_mean);
+        for (label, e) in [("test", &t.test), ("long", &t.long)] {
+            let by: Vec<String> = e
+                .by_length
+                .iter()
+                .map(|l| format!("{}:{}/{}", l.len, l.correct, l.total))
+                .collect();
+            println!(
+                "{label}: {}/{} ({:.1}%) unseen {}/{} | {}",
+                e.correct,
+                e.total,
+                100.0 * e.accuracy,
+                e.unseen_correct,
+                e.unseen,
+                by.join(" ")
+            );
+        }
+        for (k, v) in &t.decodes {
+            println!("decode {k} -> {v}");
+        }
+        println!(
+            "distinct training strings {} of {} seen",
+            t.data.distinct_strings, t.data.examples_seen
+        );
+        println!(
+            "position rows trained {}/{}",
+            t.positions.trained_rows, t.positions.rows
+        );
+        println!(
+            "{:.1} s training, {:.1} steps/s, {} thread(s)",
+            r.env.train_seconds, r.env.steps_per_second, r.env.threads
+        );
+    }
+}
+
+fn kind_name(r: &RunResult) -> String {
+    serde_json::to_value(r.config.kind)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
+}
+
+fn print_spread(rs: &[RunResult]) {
+    let trains: Vec<_> = rs.iter().filter_map(|r| r.train.as_ref()).collect();
+    if trains.is_empty() {
+        return;
+    }
+    let stat = |name: &str, xs: Vec<f64>| {
+        let (m, s) = mean_std(&xs);
+        let lo = xs.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        println!("{name:<28} mean {m:.4}  sd {s:.4}  min {lo:.4}  max {hi:.4}");
+    };
+    println!("== over {} seeds", rs.len());
+    stat(
+        "test accuracy",
+        trains.iter().map(|t| t.test.accuracy).collect(),
+    );
+    stat(
+        "long accuracy",
+        trains.iter().map(|t| t.long.accuracy).collect(),
+    );
+    stat(
+        "last block mean loss",
+        trains.iter().map(|t| t.last_block_mean).collect(),
+    );
+    let firsts: Vec<f64> = trains
+        .iter()
+        .filter_map(|t| t.first_below.map(|s| s as f64))
+        .collect();
+    println!(
+        "first step below threshold reached in {}/{} seeds",
+        firsts.len(),
+        trains.len()
+    );
+    if !firsts.is_empty() {
+        stat("first step below threshold", firsts);
+    }
+}
+
+/// Runs one resolved spec and writes its outputs into `out`, atomically: everything goes
+/// into a sibling temp directory that is renamed into place only once complete.
+fn exec(spec: &Path, out: &Path, stop: &Arc<AtomicBool>) -> Result<()> {
+    #[derive(serde::Deserialize)]
+    struct Spec {
+        config: RunConfig,
+        seed: u64,
+        label: String,
+    }
+    let text =
+        std::fs::read_to_string(spec).with_context(|| format!("reading {}", spec.display()))?;
+    let s: Spec = serde_json::from_str(&text).context("parsing the run spec")?;
+    let mut rep = Reporter::new(&s.label, s.config.train.steps, stop.clone());
+    rep.bar = None; // the parent process owns the terminal
+    rep.every = (s.config.train.steps / 4).max(1);
+    let fin = train::run(&s.config, s.seed, &mut rep)?;
+    let parent = out.parent().context("output directory has no parent")?;
+    std::fs::create_dir_all(parent)?;
+    let tmp = tempfile::Builder::new()
+        .prefix(".tmp-run-")
+        .tempdir_in(parent)?;
+    if let Some(vs) = &fin.weights {
+        vs.save(tmp.path().join("weights.safetensors"))?;
+    }
+    std::fs::write(
+        tmp.path().join("result.json"),
+        serde_json::to_vec(&fin.result)?,
+    )?;
+    let tmp = tmp.keep();
+    if out.exists() {
+        std::fs::remove_dir_all(out)?;
+    }
+    std::fs::rename(&tmp, out)
+        .with_context(|| format!("moving the result into {}", out.display()))?;
+    Ok(())
+}

@@ -1,0 +1,351 @@
+//! Experiments as declarative configs.
+//!
+//! Two types, kept apart on purpose:
+//! - [`RunConfig`] is the complete internal description of one training run. Its canonical
+//!   JSON is part of the run-cache key and is recorded in every result.
+//! - [`RunSpec`] is the file format an author writes (TOML in a `run` block, or JSON on
+//!   the command line): a named base plus any overrides. [`RunSpec::resolve`] turns it
+//!   into a `RunConfig` and rejects unknown fields.
+
+use crate::data::Targets;
+use crate::model::{ModelConfig, SoftmaxAxis};
+use serde::{Deserialize, Serialize};
+
+/// Everything one run needs, apart from its seed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// What the run computes: a training run, or one of the small probes.
+    pub kind: RunKind,
+    /// Shape of the model.
+    pub model: ModelConfig,
+    /// Training data.
+    pub data: DataConfig,
+    /// Optimisation.
+    pub train: TrainConfig,
+    /// What is measured after training.
+    pub eval: EvalConfig,
+}
+
+/// Kinds of experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunKind {
+    /// Train the model and evaluate it.
+    Train,
+    /// Section 1.2's worked example, through the real `attention` function.
+    WorkedExample,
+    /// Sample variance of dot products of random unit-variance vectors (section 1.4).
+    DotVariance,
+}
+
+/// The training strings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataConfig {
+    /// Shortest training string, in letters.
+    pub min_len: usize,
+    /// Longest training string, in letters.
+    pub max_len: usize,
+    /// Which positions are scored by the loss.
+    pub targets: Targets,
+    /// Start each training sequence at a random offset (exercise 5's one-line change).
+    pub random_offset: bool,
+}
+
+/// The optimiser and the schedule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Optimisation steps.
+    pub steps: usize,
+    /// Fresh examples per step.
+    pub batch_size: usize,
+    /// AdamW learning rate (constant: no schedule).
+    pub lr: f64,
+    /// AdamW decoupled weight decay, applied to all parameters.
+    pub weight_decay: f64,
+    /// libtorch intra-op threads. Fixed per run so results are reproducible.
+    pub threads: usize,
+    /// Steps per block when averaging the loss (the chapter's 250).
+    pub block: usize,
+    /// Window of the running mean used for "first step below the threshold".
+    pub window: usize,
+    /// The threshold itself (0.01).
+    pub threshold: f64,
+}
+
+/// Evaluation after training.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalConfig {
+    /// Seed of the test sets, separate from the training seed.
+    pub test_seed: u64,
+    /// Strings in the test set of training lengths.
+    pub test_size: usize,
+    /// Length range of that test set.
+    pub test_min_len: usize,
+    pub test_max_len: usize,
+    /// Strings in the long-string set.
+    pub long_size: usize,
+    /// Length range of the long-string set.
+    pub long_min_len: usize,
+    pub long_max_len: usize,
+    /// Named strings to decode greedily.
+    pub decode: Vec<String>,
+    /// The input whose attention weights are recorded.
+    pub attention_input: String,
+    /// For `dot-variance`: the widths to measure and the samples per width.
+    pub variance_dims: Vec<i64>,
+    pub variance_samples: i64,
+}
+
+impl RunConfig {
+    /// The chapter's reference run.
+    pub fn reference() -> Self {
+        RunConfig {
+            kind: RunKind::Train,
+            model: ModelConfig::chapter(),
+            data: DataConfig {
+                min_len: 3,
+                max_len: 8,
+                targets: Targets::Answer,
+                random_offset: false,
+            },
+            train: TrainConfig {
+                steps: 1500,
+                batch_size: 64,
+                lr: 0.003,
+                weight_decay: 0.01,
+                threads: 1,
+                block: 250,
+                window: 25,
+                threshold: 0.01,
+            },
+            eval: EvalConfig {
+                test_seed: 1_000_003,
+                test_size: 500,
+                test_min_len: 3,
+                test_max_len: 8,
+                long_size: 200,
+                long_min_len: 9,
+                long_max_len: 12,
+                decode: vec!["abcdefghij".into()],
+                attention_input: "fgcabe".into(),
+                variance_dims: vec![32, 256],
+                variance_samples: 100_000,
+            },
+        }
+    }
+
+    /// The named experiments, each one change from the reference (or a probe).
+    pub fn preset(name: &str) -> Option<Self> {
+        let mut c = Self::reference();
+        match name {
+            "reference" => {}
+            "noscale" => c.model.attn.scale = false,
+            "softmax-queries" => c.model.attn.softmax = SoftmaxAxis::Queries,
+            "nomask" => {
+                c.model.attn.causal = false;
+                c.train.steps = 300;
+            }
+            "allpos" => c.data.targets = Targets::AllPositions,
+            "lengths-3-12" => {
+                c.data.max_len = 12;
+                c.train.steps = 3000;
+                c.eval.long_size = 500;
+            }
+            "ex1-wide" => widen(&mut c, 256),
+            "ex1-wide-noscale" => {
+                widen(&mut c, 256);
+                c.model.attn.scale = false;
+            }
+            "ex4-small" => shrink(&mut c),
+            "ex4-small-long" => {
+                shrink(&mut c);
+                c.train.steps = 5000;
+            }
+            "ex5-offsets" => c.data.random_offset = true,
+            "worked-example" => c.kind = RunKind::WorkedExample,
+            "dot-variance" => c.kind = RunKind::DotVariance,
+            _ => return None,
+        }
+        Some(c)
+    }
+}
+
+fn widen(c: &mut RunConfig, d: i64) {
+    c.model.d_model = d;
+    c.model.d_mlp = 4 * d;
+}
+
+fn shrink(c: &mut RunConfig) {
+    c.model.n_layers = 1;
+    c.model.n_heads = 1;
+}
+
+/// Every preset, with a one-line description, in the order `run --list` shows them.
+pub const PRESETS: &[(&str, &str)] = &[
+    (
+        "reference",
+        "the chapter's model: 2 blocks, width 64, 2 heads, 1,500 steps",
+    ),
+    ("noscale", "fault: scores not divided by sqrt(d_k)"),
+    (
+        "softmax-queries",
+        "fault: softmax over the query axis, mask kept",
+    ),
+    ("nomask", "fault: no causal mask, 300 steps"),
+    (
+        "allpos",
+        "fault: loss on every position, input letters included",
+    ),
+    (
+        "lengths-3-12",
+        "trained on lengths 3-12 for 3,000 steps, tested on 500 strings of 9-12",
+    ),
+    ("ex1-wide", "exercise 1: width 256, scaled"),
+    ("ex1-wide-noscale", "exercise 1: width 256, unscaled"),
+    ("ex4-small", "exercise 4: 1 block, 1 head, 1,500 steps"),
+    ("ex4-small-long", "exercise 4: 1 block, 1 head, 5,000 steps"),
+    (
+        "ex5-offsets",
+        "exercise 5: training sequences start at a random offset, so every position row is trained",
+    ),
+    (
+        "worked-example",
+        "section 1.2's worked example through the attention function",
+    ),
+    (
+        "dot-variance",
+        "section 1.4: sample variance of q.k at widths 32 and 256",
+    ),
+];
+
+/// A run as an author writes it: a base (a preset or another run) plus overrides.
+///
+/// ```toml
+/// base = "reference"        # optional, defaults to "reference"
+/// seed = 0                  # or: seeds = [0, 1, 2, 3, 4]
+/// [train]
+/// steps = 300
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    pub base: Option<String>,
+    pub seed: Option<u64>,
+    pub seeds: Option<Vec<u64>>,
+    /// Overrides, merged field by field into the base config.
+    pub kind: Option<RunKind>,
+    pub model: Option<toml::Table>,
+    pub data: Option<toml::Table>,
+    pub train: Option<toml::Table>,
+    pub eval: Option<toml::Table>,
+}
+
+impl RunSpec {
+    /// Merges the overrides into `base`. Errors name the offending field.
+    pub fn apply(&self, base: &RunConfig) -> Result<RunConfig, String> {
+        let mut v = serde_json::to_value(base).map_err(|e| e.to_string())?;
+        if let Some(k) = self.kind {
+            v["kind"] = serde_json::to_value(k).unwrap();
+        }
+        for (name, table) in [
+            ("model", &self.model),
+            ("data", &self.data),
+            ("train", &self.train),
+            ("eval", &self.eval),
+        ] {
+            if let Some(t) = table {
+                let patch = serde_json::to_value(t).map_err(|e| e.to_string())?;
+                merge(&mut v[name], &patch, name)?;
+            }
+        }
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    /// The seeds this spec asks for (default: seed 0).
+    pub fn seed_list(&self) -> Vec<u64> {
+        match (&self.seeds, self.seed) {
+            (Some(s), _) => s.clone(),
+            (None, Some(s)) => vec![s],
+            (None, None) => vec![0],
+        }
+    }
+}
+
+/// Recursively overwrites `dst` with `patch`, refusing keys that `dst` does not have.
+fn merge(dst: &mut serde_json::Value, patch: &serde_json::Value, path: &str) -> Result<(), String> {
+    match (dst, patch) {
+        (serde_json::Value::Object(d), serde_json::Value::Object(p)) => {
+            for (k, pv) in p {
+                let here = format!("{path}.{k}");
+                match d.get_mut(k) {
+                    Some(dv) => merge(dv, pv, &here)?,
+                    None => {
+                        let known: Vec<_> = d.keys().cloned().collect();
+                        return Err(format!(
+                            "unknown field `{here}` (known: {})",
+                            known.join(", ")
+                        ));
+                    }
+                }
+            }
+            Ok(())
+        }
+        (d, p) => {
+            *d = p.clone();
+            Ok(())
+        }
+    }
+}
+
+/// Parses `"0..5"` (half-open), `"0..=4"` or `"1,3,7"` into seeds.
+pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("`{x}` is not a seed"))
+    };
+    if let Some((a, b)) = s.split_once("..=") {
+        Ok((num(a)?..=num(b)?).collect())
+    } else if let Some((a, b)) = s.split_once("..") {
+        Ok((num(a)?..num(b)?).collect())
+    } else {
+        s.split(',').map(num).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_listed_preset_exists() {
+        for (name, _) in PRESETS {
+            assert!(RunConfig::preset(name).is_some(), "{name}");
+        }
+        assert!(RunConfig::preset("nope").is_none());
+    }
+
+    #[test]
+    fn spec_overrides_and_rejects_unknown_fields() {
+        let spec: RunSpec =
+            toml::from_str("base = \"reference\"\nseeds = [0, 1]\n[train]\nsteps = 30\n").unwrap();
+        let c = spec.apply(&RunConfig::reference()).unwrap();
+        assert_eq!(c.train.steps, 30);
+        assert_eq!(spec.seed_list(), vec![0, 1]);
+        let bad: RunSpec = toml::from_str("[train]\nstepz = 30\n").unwrap();
+        let err = bad.apply(&RunConfig::reference()).unwrap_err();
+        assert!(err.contains("train.stepz"), "{err}");
+    }
+
+    #[test]
+    fn seed_ranges() {
+        assert_eq!(parse_seeds("0..5").unwrap(), vec![0, 1, 2, 3, 4]);
+        assert_eq!(parse_seeds("2..=3").unwrap(), vec![2, 3]);
+        assert_eq!(parse_seeds("1,4").unwrap(), vec![1, 4]);
+        assert!(parse_seeds("x..2").is_err());
+    }
+}

@@ -1,0 +1,3 @@
+fn main() {
+    println!("{:?}", revtx_book::experiments::PRESETS.len());
+}

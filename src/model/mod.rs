@@ -1,0 +1,247 @@
+//! The reversal transformer, top to bottom: attention → MLP → block → model.
+//!
+//! Structs are built with `new(vs, &Config)` and applied with `forward`; VarStore paths
+//! name the parts (`blocks.0.attn.qkv.weight`, ...), which is also how the trained weights
+//! are laid out in the saved safetensors file.
+
+pub mod attention;
+
+pub use attention::{attention, AttnOptions, SoftmaxAxis};
+use serde::{Deserialize, Serialize};
+use std::sync::Mutex;
+use tch::{nn, nn::Module, Tensor};
+
+/// libtorch's random generator is global to the process; anything that seeds it and then
+/// draws from it (weight initialisation, tests) holds this lock so runs stay reproducible.
+pub static TORCH_RNG: Mutex<()> = Mutex::new(());
+
+/// Shape of the model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Tokens in the vocabulary: ten letters, the separator and the pad.
+    pub vocab: i64,
+    /// Rows of the learned position table: the longest sequence the model reads.
+    pub positions: i64,
+    /// Width of every token vector (the embedding and the residual stream).
+    pub d_model: i64,
+    /// Attention heads per block; each works in d_model / n_heads dimensions.
+    pub n_heads: i64,
+    /// Transformer blocks stacked on top of the embeddings.
+    pub n_layers: i64,
+    /// Hidden width of each block's MLP.
+    pub d_mlp: i64,
+    /// Switches of the attention function (the faults).
+    pub attn: AttnOptions,
+}
+
+impl ModelConfig {
+    /// The chapter's model: 2 blocks, width 64, 2 heads, 103,244 parameters.
+    pub fn chapter() -> Self {
+        ModelConfig {
+            vocab: 12,
+            positions: 25,
+            d_model: 64,
+            n_heads: 2,
+            n_layers: 2,
+            d_mlp: 256,
+            attn: AttnOptions::default(),
+        }
+    }
+
+    pub fn d_head(&self) -> i64 {
+        self.d_model / self.n_heads
+    }
+}
+
+/// Multi-head causal self-attention: one Linear makes q, k and v, one mixes the heads.
+#[derive(Debug)]
+pub struct MultiHeadAttention {
+    qkv: nn::Linear,
+    out: nn::Linear,
+    n_heads: i64,
+    opts: AttnOptions,
+}
+
+impl MultiHeadAttention {
+    pub fn new(vs: nn::Path, cfg: &ModelConfig) -> Self {
+        let d = cfg.d_model;
+        MultiHeadAttention {
+            qkv: nn::linear(&vs / "qkv", d, 3 * d, Default::default()),
+            out: nn::linear(&vs / "out", d, d, Default::default()),
+            n_heads: cfg.n_heads,
+            opts: cfg.attn,
+        }
+    }
+
+    /// `x: (batch, tokens, d_model)` → output of the same shape, and weights
+    /// `(batch, heads, tokens, tokens)`.
+    // ANCHOR: heads
+    pub fn forward(&self, x: &Tensor) -> (Tensor, Tensor) {
+        let (b, t, d) = x.size3().unwrap();
+        let (h, d_k) = (self.n_heads, d / self.n_heads);
+        let qkv = self.qkv.forward(x).split(d, -1); // 3 × (batch, tokens, d_model): one matmul makes all three
+        let heads = |z: &Tensor| z.view([b, t, h, d_k]).transpose(1, 2); // (batch, heads, tokens, d_k)
+        let (q, k, v) = (heads(&qkv[0]), heads(&qkv[1]), heads(&qkv[2]));
+        let (y, w) = attention(&q, &k, &v, self.opts); // every head at once: heads act as batch entries
+        let y = y.transpose(1, 2).reshape([b, t, d]); // (batch, tokens, d_model): heads side by side again
+        (self.out.forward(&y), w)
+    }
+    // ANCHOR_END: heads
+}
+
+/// The position-wise feed-forward network: d_model → d_mlp → d_model with GELU.
+#[derive(Debug)]
+pub struct Mlp {
+    up: nn::Linear,
+    down: nn::Linear,
+}
+
+impl Mlp {
+    pub fn new(vs: nn::Path, cfg: &ModelConfig) -> Self {
+        Mlp {
+            up: nn::linear(&vs / "up", cfg.d_model, cfg.d_mlp, Default::default()),
+            down: nn::linear(&vs / "down", cfg.d_mlp, cfg.d_model, Default::default()),
+        }
+    }
+
+    pub fn forward(&self, x: &Tensor) -> Tensor {
+        self.down.forward(&self.up.forward(x).gelu("none"))
+    }
+}
+
+/// A pre-norm block: `x + attn(ln1(x))`, then `x + mlp(ln2(x))`.
+#[derive(Debug)]
+pub struct Block {
+    ln1: nn::LayerNorm,
+    attn: MultiHeadAttention,
+    ln2: nn::LayerNorm,
+    mlp: Mlp,
+}
+
+impl Block {
+    pub fn new(vs: nn::Path, cfg: &ModelConfig) -> Self {
+        let d = cfg.d_model;
+        Block {
+            ln1: nn::layer_norm(&vs / "ln1", vec![d], Default::default()),
+            attn: MultiHeadAttention::new(&vs / "attn", cfg),
+            ln2: nn::layer_norm(&vs / "ln2", vec![d], Default::default()),
+            mlp: Mlp::new(&vs / "mlp", cfg),
+        }
+    }
+
+    // ANCHOR: block
+    pub fn forward(&self, x: &Tensor) -> (Tensor, Tensor) {
+        let (a, weights) = self.attn.forward(&self.ln1.forward(x));
+        let x = x + a;
+        let x = &x + self.mlp.forward(&self.ln2.forward(&x));
+        (x, weights)
+    }
+    // ANCHOR_END: block
+}
+
+/// Token and position embeddings, the blocks, a final LayerNorm and an untied head.
+#[derive(Debug)]
+pub struct Transformer {
+    pub tok: nn::Embedding,
+    pub pos: nn::Embedding,
+    blocks: Vec<Block>,
+    ln_f: nn::LayerNorm,
+    head: nn::Linear,
+}
+
+impl Transformer {
+    pub fn new(vs: nn::Path, cfg: &ModelConfig) -> Self {
+        let emb = Default::default();
+        Transformer {
+            tok: nn::embedding(&vs / "tok", cfg.vocab, cfg.d_model, emb),
+            pos: nn::embedding(&vs / "pos", cfg.positions, cfg.d_model, emb),
+            blocks: (0..cfg.n_layers)
+                .map(|i| Block::new(&vs / "blocks" / i, cfg))
+                .collect(),
+            ln_f: nn::layer_norm(&vs / "ln_f", vec![cfg.d_model], Default::default()),
+            head: nn::linear(&vs / "head", cfg.d_model, cfg.vocab, Default::default()),
+        }
+    }
+
+    /// `idx: (batch, tokens)` of token ids → logits `(batch, tokens, vocab)` and each
+    /// block's attention weights `(batch, heads, tokens, tokens)`.
+    pub fn forward(&self, idx: &Tensor) -> (Tensor, Vec<Tensor>) {
+        let t = idx.size()[1];
+        let positions = Tensor::arange(t, (tch::Kind::Int64, idx.device()));
+        let mut x = self.tok.forward(idx) + self.pos.forward(&positions); // (batch, tokens, d_model)
+        let mut weights = Vec::with_capacity(self.blocks.len());
+        for block in &self.blocks {
+            let (y, w) = block.forward(&x);
+            x = y;
+            weights.push(w);
+        }
+        (self.head.forward(&self.ln_f.forward(&x)), weights)
+    }
+}
+
+/// Builds a freshly initialised model from `seed`, holding the libtorch RNG lock.
+pub fn init(cfg: &ModelConfig, seed: u64) -> (nn::VarStore, Transformer) {
+    let _guard = TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    tch::manual_seed(seed as i64);
+    let vs = nn::VarStore::new(tch::Device::Cpu);
+    let model = Transformer::new(vs.root(), cfg);
+    (vs, model)
+}
+
+pub fn parameter_count(vs: &nn::VarStore) -> i64 {
+    vs.trainable_variables()
+        .iter()
+        .map(|t| t.numel() as i64)
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tch::Kind;
+
+    #[test]
+    fn chapter_model_has_103_244_parameters() {
+        let (vs, _) = init(&ModelConfig::chapter(), 0);
+        assert_eq!(parameter_count(&vs), 103_244);
+    }
+
+    fn weights_for(cfg: &ModelConfig, tokens: &[i64]) -> (Tensor, Vec<Tensor>) {
+        let (_vs, m) = init(cfg, 3);
+        let idx = Tensor::from_slice(tokens).view([1, -1]);
+        tch::no_grad(|| m.forward(&idx))
+    }
+
+    /// Changing the last token must leave every earlier position untouched.
+    #[test]
+    fn causal_model_never_sees_later_tokens() {
+        let cfg = ModelConfig::chapter();
+        let (la, wa) = weights_for(&cfg, &[1, 2, 3, 4, 10, 5]);
+        let (lb, wb) = weights_for(&cfg, &[1, 2, 3, 4, 10, 9]);
+        let early = |t: &Tensor| t.narrow(1, 0, 5);
+        assert!(early(&la).equal(&early(&lb)), "earlier logits changed");
+        for (a, b) in wa.iter().zip(&wb) {
+            assert!(
+                a.narrow(2, 0, 5).equal(&b.narrow(2, 0, 5)),
+                "earlier weights changed"
+            );
+        }
+    }
+
+    /// With the softmax over queries, a later token changes earlier weights: the leak.
+    #[test]
+    fn query_softmax_leaks_later_tokens_into_earlier_weights() {
+        let mut cfg = ModelConfig::chapter();
+        cfg.attn.softmax = SoftmaxAxis::Queries;
+        let (_, wa) = weights_for(&cfg, &[1, 2, 3, 4, 10, 5]);
+        let (_, wb) = weights_for(&cfg, &[1, 2, 3, 4, 10, 9]);
+        let diff = (wa[0].narrow(2, 0, 5) - wb[0].narrow(2, 0, 5))
+            .abs()
+            .max()
+            .double_value(&[]);
+        assert!(diff > 1e-4, "expected the leak, max change {diff}");
+        // And no weight is ever placed on a later key: the leak is in the normalisation.
+        assert_eq!(wa[0].triu(1).abs().sum(Kind::Float).double_value(&[]), 0.0);
+    }
+}

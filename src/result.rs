@@ -1,0 +1,209 @@
+//! What a run produces. Plain serde types with no libtorch, so the book compiler can read
+//! results from the cache without loading libtorch.
+
+use crate::experiments::RunConfig;
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever the layout of a result changes; part of the run-cache key.
+pub const RESULT_FORMAT: u32 = 1;
+
+/// The result of one run at one seed.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunResult {
+    pub format: u32,
+    pub config: RunConfig,
+    pub seed: u64,
+    /// Trainable parameters.
+    pub params: i64,
+    /// Training run results (absent for probes).
+    pub train: Option<TrainResult>,
+    /// Section 1.2's worked example (probe `worked-example`).
+    pub worked: Option<WorkedExample>,
+    /// Section 1.4's variance check (probe `dot-variance`).
+    pub variance: Option<Vec<DotVariance>>,
+    /// Machine-dependent facts: excluded from determinism comparisons.
+    pub env: RunEnv,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TrainResult {
+    /// Loss at every step (index 0 is step 1).
+    pub losses: Vec<f64>,
+    /// Mean loss over each block of `train.block` steps.
+    pub block_means: Vec<f64>,
+    /// Running mean over `train.window` steps, one value per step from step `window` on.
+    pub running_mean: Vec<f64>,
+    /// First 1-indexed step at which the running mean falls below the threshold.
+    pub first_below: Option<usize>,
+    /// First 1-indexed step at which the raw loss falls below the threshold.
+    pub first_raw_below: Option<usize>,
+    /// Mean loss over the last block.
+    pub last_block_mean: f64,
+    pub first_loss: f64,
+    pub final_loss: f64,
+    /// Exact match on strings of the training lengths.
+    pub test: Eval,
+    /// Exact match on the long-string set.
+    pub long: Eval,
+    /// Greedy decodes of the named strings, keyed by input.
+    pub decodes: std::collections::BTreeMap<String, String>,
+    pub attention: AttentionMap,
+    pub positions: PositionTable,
+    pub data: DataStats,
+    /// Two training examples as the model sees them (the first two of the first batch).
+    pub examples: Vec<Example>,
+}
+
+/// Exact-match accuracy of greedy decoding.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Eval {
+    pub correct: usize,
+    pub total: usize,
+    /// correct / total, as a fraction.
+    pub accuracy: f64,
+    /// One entry per string length present, in increasing length.
+    pub by_length: Vec<LengthEval>,
+    /// Test strings that never appeared in training, and how many of them were right.
+    pub unseen: usize,
+    pub unseen_correct: usize,
+    /// A few wrong answers, for the reader: `input → output`.
+    pub misses: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LengthEval {
+    pub len: usize,
+    pub correct: usize,
+    pub total: usize,
+    pub accuracy: f64,
+}
+
+/// Attention weights for one named input, teacher-forced with its true reversal.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AttentionMap {
+    pub input: String,
+    /// Display tokens of the sequence, e.g. `["f", "g", ..., "|", ...]`.
+    pub tokens: Vec<String>,
+    /// `weights[layer][head][query][key]`.
+    pub weights: Vec<Vec<Vec<Vec<f64>>>>,
+    /// `strongest[layer][head]`: for each row from the separator to the second-last
+    /// output position, the key with the largest weight.
+    pub strongest: Vec<Vec<Vec<Strongest>>>,
+    /// Smallest and largest of those strongest weights in the last layer, over all heads.
+    pub last_layer_min: f64,
+    pub last_layer_max: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Strongest {
+    pub query: usize,
+    pub query_token: String,
+    pub key: usize,
+    pub key_token: String,
+    pub weight: f64,
+}
+
+/// The learned position table before and after training.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PositionTable {
+    pub rows: usize,
+    pub norm_before: Vec<f64>,
+    pub norm_after: Vec<f64>,
+    /// Whether each row ever received a non-zero gradient.
+    pub trained: Vec<bool>,
+    /// Count of rows that got a gradient, and the first row that never did.
+    pub trained_rows: usize,
+    pub first_untrained: Option<usize>,
+    /// Mean percentage by which the untrained rows' norms shrank (weight decay alone).
+    pub untrained_shrink_pct: Option<f64>,
+}
+
+/// Sizes of the training set.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DataStats {
+    pub examples_seen: usize,
+    pub distinct_strings: usize,
+    /// One entry per training length.
+    pub coverage: Vec<Coverage>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Coverage {
+    pub len: usize,
+    /// All possible strings of this length (10^len).
+    pub possible: f64,
+    /// Distinct strings of this length seen in training.
+    pub seen: usize,
+    /// seen / possible.
+    pub share: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Example {
+    pub string: String,
+    pub input: String,
+    pub target: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct WorkedExample {
+    pub query: Vec<f64>,
+    pub keys: Vec<Vec<f64>>,
+    pub values: Vec<Vec<f64>>,
+    pub sqrt_d: f64,
+    pub scores: Vec<f64>,
+    pub weights: Vec<f64>,
+    pub output: Vec<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DotVariance {
+    pub dim: i64,
+    pub samples: i64,
+    /// Sample variance of q·k for unit-variance entries (theory: dim).
+    pub variance: f64,
+    /// Sample variance of q·k/√dim (theory: 1).
+    pub scaled_variance: f64,
+    pub sqrt_dim: f64,
+}
+
+/// Facts about where and how long a run ran. Not part of determinism checks.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunEnv {
+    pub threads: usize,
+    pub libtorch: String,
+    pub cpu: String,
+    pub code_fingerprint: String,
+    pub train_seconds: f64,
+    pub eval_seconds: f64,
+    pub steps_per_second: f64,
+    pub started_unix: u64,
+}
+
+/// The CPU model name from /proc/cpuinfo, or "unknown".
+pub fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_string())
+        })
+        .unwrap_or_else(|| "unknown".into())
+}
+
+/// Mean and sample standard deviation.
+pub fn mean_std(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, var.sqrt())
+}
