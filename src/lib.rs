@@ -6,6 +6,7 @@
 //! it came from; the `revtx-book` binary never calls into libtorch, so a warm build does
 //! not pay for loading it.
 
+pub mod book;
 pub mod data;
 pub mod experiments;
 pub mod model;

@@ -55,7 +55,7 @@ pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: AttnOptions) -> (Tens
         SoftmaxAxis::Keys => -1,    // each query's weights sum to one
         SoftmaxAxis::Queries => -2, // the fault: each key's weights sum to one
     };
-    let weights = scores.softmax(axis, Kind::Float);
+    let weights = scores.softmax(axis, scores.kind());
     (weights.matmul(v), weights)
 }
 // ANCHOR_END: attention

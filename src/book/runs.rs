@@ -1,0 +1,414 @@
+//! Runs: resolve run directives into jobs, serve them from the cache, and execute the rest
+//! in parallel, one `revtx-engine` process per (run, seed) at one thread each.
+//!
+//! Cache layout: `.revtx-cache/runs/<key>/{result.json, weights.safetensors, checksum}`.
+//! The key hashes the canonical config, the seed, the engine's code fingerprint, the
+//! libtorch version and the result format, so editing `src/model` re-runs everything while
+//! editing prose re-runs nothing. Entries are written to a temp dir and renamed into
+//! place; an entry whose checksum or content does not verify is re-run, never trusted.
+
+use super::diag::{Diagnostic, Span};
+use super::parse::{Book, Directive};
+use crate::experiments::{RunConfig, RunKind};
+use crate::result::{RunResult, RESULT_FORMAT};
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Compile-time identity of the engine code (see build.rs).
+pub const CODE_FINGERPRINT: &str = env!("REVTX_CODE_FINGERPRINT");
+pub const LIBTORCH_VERSION: &str = env!("REVTX_LIBTORCH_VERSION");
+
+/// A run declared in the book.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    pub id: String,
+    pub config: RunConfig,
+    pub seeds: Vec<u64>,
+    pub span: Span,
+}
+
+/// One (run, seed) to produce.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub run: String,
+    pub seed: u64,
+    pub config: RunConfig,
+    pub key: String,
+    pub span: Span,
+}
+
+/// Options of the run stage.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    pub cache_dir: PathBuf,
+    /// Fail instead of training.
+    pub offline: bool,
+    /// Run these ids again even if cached (empty set + `rerun_all` = everything).
+    pub rerun: BTreeSet<String>,
+    pub rerun_all: bool,
+    /// Parallel engine processes.
+    pub jobs: usize,
+    /// Wall-clock budget of one run.
+    pub timeout: Duration,
+    /// The engine binary.
+    pub engine: PathBuf,
+    pub quiet: bool,
+}
+
+/// A finished (run, seed).
+#[derive(Clone, Debug)]
+pub struct Produced {
+    pub result: RunResult,
+    /// The cache entry holding `result.json` and `weights.safetensors`.
+    pub dir: PathBuf,
+    pub cached: bool,
+}
+
+/// All results of a build, by run id then seed order.
+#[derive(Default)]
+pub struct Results {
+    pub plans: Vec<RunPlan>,
+    pub by_run: BTreeMap<String, Vec<Produced>>,
+    /// One line per job: cached, or why it ran.
+    pub report: Vec<String>,
+}
+
+/// Resolves the run directives of every chapter, in order. A run's `base` is a preset
+/// or an earlier run of the book.
+pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
+    let mut plans: Vec<RunPlan> = Vec::new();
+    for ch in &book.chapters {
+        for d in &ch.directives {
+            let Directive::Run { id, spec } = &d.node else {
+                continue;
+            };
+            let base_name = spec.base.clone().unwrap_or_else(|| {
+                if RunConfig::preset(id).is_some() {
+                    id.clone()
+                } else {
+                    "reference".into()
+                }
+            });
+            let base = plans
+                .iter()
+                .find(|p| p.id == base_name)
+                .map(|p| p.config.clone())
+                .or_else(|| RunConfig::preset(&base_name));
+            let Some(base) = base else {
+                let known: Vec<&str> = crate::experiments::PRESETS.iter().map(|p| p.0).collect();
+                diags.push(
+                    Diagnostic::error(
+                        Some(d.span.clone()),
+                        format!("unknown base run `{base_name}`"),
+                    )
+                    .hint(format!(
+                        "a base is an earlier run of the book or one of: {}",
+                        known.join(", ")
+                    )),
+                );
+                continue;
+            };
+            match spec.apply(&base) {
+                Ok(config) => {
+                    if spec.seed.is_some() && spec.seeds.is_some() {
+                        diags.push(
+                            Diagnostic::error(
+                                Some(d.span.clone()),
+                                format!("run `{id}` gives both `seed` and `seeds`"),
+                            )
+                            .hint("keep one"),
+                        );
+                    }
+                    plans.push(RunPlan {
+                        id: id.clone(),
+                        config,
+                        seeds: spec.seed_list(),
+                        span: d.span.clone(),
+                    })
+                }
+                Err(e) => diags.push(
+                    Diagnostic::error(Some(d.span.clone()), format!("invalid run `{id}`")).label(e),
+                ),
+            }
+        }
+    }
+    plans
+}
+
+/// The cache key of one (config, seed).
+pub fn cache_key(config: &RunConfig, seed: u64) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(serde_json::to_string(config).unwrap().as_bytes());
+    h.update(format!("|seed={seed}|code={CODE_FINGERPRINT}|libtorch={LIBTORCH_VERSION}|threads={}|format={RESULT_FORMAT}", config.train.threads).as_bytes());
+    h.finalize().to_hex()[..24].to_string()
+}
+
+fn checksum(dir: &Path) -> Option<String> {
+    let mut h = blake3::Hasher::new();
+    for f in ["result.json", "weights.safetensors"] {
+        match std::fs::read(dir.join(f)) {
+            Ok(b) => {
+                h.update(f.as_bytes());
+                h.update(&b);
+            }
+            Err(_) if f == "weights.safetensors" => {}
+            Err(_) => return None,
+        }
+    }
+    Some(h.finalize().to_hex().to_string())
+}
+
+/// Loads a cache entry, verifying it. `Err` says why it cannot be trusted.
+pub fn load_entry(dir: &Path, job: &Job) -> Result<RunResult, String> {
+    if !dir.exists() {
+        return Err("not cached".into());
+    }
+    let want = std::fs::read_to_string(dir.join("checksum"))
+        .map_err(|_| "cache entry has no checksum".to_string())?;
+    if checksum(dir).as_deref() != Some(want.trim()) {
+        return Err("cache entry is corrupt (checksum mismatch)".into());
+    }
+    let text = std::fs::read_to_string(dir.join("result.json"))
+        .map_err(|e| format!("cache entry unreadable: {e}"))?;
+    let r: RunResult =
+        serde_json::from_str(&text).map_err(|e| format!("cache entry does not parse: {e}"))?;
+    if r.config != job.config || r.seed != job.seed || r.format != RESULT_FORMAT {
+        return Err("cache entry is for another config".into());
+    }
+    if r.config.kind == RunKind::Train && !dir.join("weights.safetensors").exists() {
+        return Err("cache entry lacks its weights".into());
+    }
+    Ok(r)
+}
+
+/// Produces every planned (run, seed): from the cache, or by running the engine.
+pub fn execute(plans: Vec<RunPlan>, opts: &RunOptions, diags: &mut Vec<Diagnostic>) -> Results {
+    let mut results = Results::default();
+    let runs_dir = opts.cache_dir.join("runs");
+    let mut todo: Vec<(Job, String)> = Vec::new();
+    let mut done: Vec<(Job, Produced)> = Vec::new();
+    for p in &plans {
+        for &seed in &p.seeds {
+            let key = cache_key(&p.config, seed);
+            let job = Job {
+                run: p.id.clone(),
+                seed,
+                config: p.config.clone(),
+                key: key.clone(),
+                span: p.span.clone(),
+            };
+            let dir = runs_dir.join(&key);
+            let forced = opts.rerun_all || opts.rerun.contains(&p.id);
+            match (forced, load_entry(&dir, &job)) {
+                (false, Ok(result)) => {
+                    results.report.push(format!("{} seed {seed}: cached", p.id));
+                    done.push((
+                        job,
+                        Produced {
+                            result,
+                            dir,
+                            cached: true,
+                        },
+                    ));
+                }
+                (true, _) => todo.push((job, "--rerun asked for it".into())),
+                (false, Err(why)) => todo.push((job, why)),
+            }
+        }
+    }
+    if opts.offline && !todo.is_empty() {
+        for (job, why) in &todo {
+            diags.push(
+                Diagnostic::error(
+                    Some(job.span.clone()),
+                    format!(
+                        "run `{}` seed {} is not cached and --offline forbids training",
+                        job.run, job.seed
+                    ),
+                )
+                .label(why.clone())
+                .hint("build without --offline/--frozen to train it"),
+            );
+        }
+        todo.clear();
+    }
+    for (job, why) in &todo {
+        results
+            .report
+            .push(format!("{} seed {}: ran ({why})", job.run, job.seed));
+    }
+    let ran = run_jobs(
+        todo.into_iter().map(|(j, _)| j).collect(),
+        &runs_dir,
+        opts,
+        diags,
+    );
+    done.extend(ran);
+    for p in &plans {
+        let mut v: Vec<Produced> = Vec::new();
+        for &seed in &p.seeds {
+            if let Some((_, prod)) = done.iter().find(|(j, _)| j.run == p.id && j.seed == seed) {
+                v.push(prod.clone());
+            }
+        }
+        if v.len() == p.seeds.len() {
+            results.by_run.insert(p.id.clone(), v);
+        }
+    }
+    results.plans = plans;
+    results
+}
+
+/// Runs jobs on a pool of `opts.jobs` engine processes; the longest runs start first.
+fn run_jobs(
+    mut jobs: Vec<Job>,
+    runs_dir: &Path,
+    opts: &RunOptions,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<(Job, Produced)> {
+    if jobs.is_empty() {
+        return vec![];
+    }
+    let _ = std::fs::create_dir_all(runs_dir);
+    jobs.sort_by_key(|j| std::cmp::Reverse(cost(&j.config)));
+    let queue = Arc::new(Mutex::new(jobs));
+    let out: Arc<Mutex<Vec<Result<(Job, Produced), Diagnostic>>>> =
+        Arc::new(Mutex::new(Vec::new()));
+    let workers = opts.jobs.max(1);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            let (queue, out) = (queue.clone(), out.clone());
+            s.spawn(move || loop {
+                let Some(job) = queue.lock().unwrap().pop_front_like() else {
+                    break;
+                };
+                let r = run_one(&job, runs_dir, opts);
+                out.lock().unwrap().push(r.map(|p| (job, p)));
+            });
+        }
+    });
+    let mut done = Vec::new();
+    for r in Arc::try_unwrap(out).unwrap().into_inner().unwrap() {
+        match r {
+            Ok(x) => done.push(x),
+            Err(d) => diags.push(d),
+        }
+    }
+    done
+}
+
+trait PopFront {
+    fn pop_front_like(&mut self) -> Option<Job>;
+}
+impl PopFront for Vec<Job> {
+    fn pop_front_like(&mut self) -> Option<Job> {
+        (!self.is_empty()).then(|| self.remove(0))
+    }
+}
+
+/// Rough cost of a run, to start the long ones first.
+fn cost(c: &RunConfig) -> u64 {
+    let m = &c.model;
+    (c.train.steps as u64) * (m.d_model * m.d_model * m.n_layers).max(1) as u64
+}
+
+/// Runs one job in a child engine process with a time budget.
+fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Diagnostic> {
+    let fail = |msg: String| {
+        Diagnostic::error(
+            Some(job.span.clone()),
+            format!("run `{}` seed {} failed", job.run, job.seed),
+        )
+        .label(msg)
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(".spec-")
+        .tempdir_in(runs_dir)
+        .map_err(|e| fail(format!("temp dir: {e}")))?;
+    let spec_path = tmp.path().join("spec.json");
+    let label = format!("{} s{}", job.run, job.seed);
+    let spec = serde_json::json!({ "config": job.config, "seed": job.seed, "label": label });
+    std::fs::write(&spec_path, spec.to_string()).map_err(|e| fail(e.to_string()))?;
+    let dir = runs_dir.join(&job.key);
+    let started = Instant::now();
+    let mut child = Command::new(&opts.engine)
+        .args(["exec", "--spec"])
+        .arg(&spec_path)
+        .arg("--out")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            fail(format!(
+                "cannot start the engine {}: {e}",
+                opts.engine.display()
+            ))
+        })?;
+    let stderr = child.stderr.take().unwrap();
+    let quiet = opts.quiet;
+    let tail: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
+    let t2 = tail.clone();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if !quiet {
+                eprintln!("  {line}");
+            }
+            let mut t = t2.lock().unwrap();
+            t.push(line);
+            if t.len() > 5 {
+                t.remove(0);
+            }
+        }
+    });
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(st)) => break st,
+            Ok(None) if started.elapsed() > opts.timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                let _ = reader.join();
+                return Err(fail(format!(
+                    "exceeded its time budget of {} s and was stopped",
+                    opts.timeout.as_secs()
+                ))
+                .hint("raise it with --run-timeout, or shorten the run"));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(fail(e.to_string())),
+        }
+    };
+    let _ = reader.join();
+    if !status.success() {
+        let tail = tail.lock().unwrap().join("\n");
+        return Err(fail(format!("the engine exited with {status}")).note(tail));
+    }
+    let sum = checksum(&dir).ok_or_else(|| fail("the engine wrote no result".into()))?;
+    // The checksum is written last: an entry without one is never trusted.
+    let tmp_sum = dir.join("checksum.tmp");
+    std::fs::write(&tmp_sum, &sum)
+        .and_then(|_| std::fs::rename(&tmp_sum, dir.join("checksum")))
+        .map_err(|e| fail(e.to_string()))?;
+    let result = load_entry(&dir, job).map_err(fail)?;
+    Ok(Produced {
+        result,
+        dir,
+        cached: false,
+    })
+}
+
+/// Where the engine binary is: `$REVTX_ENGINE`, else next to this executable.
+pub fn engine_path() -> PathBuf {
+    if let Some(p) = std::env::var_os("REVTX_ENGINE") {
+        return PathBuf::from(p);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(|d| d.join("revtx-engine")))
+        .unwrap_or_else(|| PathBuf::from("revtx-engine"))
+}
