@@ -204,8 +204,9 @@ mod tests {
         let mut rng = Rng::new(1);
         let b = training_batch(&mut rng, 200, 3, 8, 25, Targets::Answer, true);
         assert_eq!(b.x.len(), 200 * 25);
+        let y = &b.y;
         let targeted_max = (0..200)
-            .flat_map(|r| (0..25).filter(move |&t| b.y[r * 25 + t] != IGNORE))
+            .flat_map(|r| (0..25).filter(move |&t| y[r * 25 + t] != IGNORE))
             .max()
             .unwrap();
         assert!(

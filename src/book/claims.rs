@@ -240,6 +240,16 @@ fn describe(v: &Value) -> String {
     )
 }
 
+/// Evaluates an expression; an undefined result (a missing field) is an error too.
+pub fn evaluate(env: &Environment<'static>, expr: &str, ctx: &Value) -> Result<Value, String> {
+    let compiled = env.compile_expression(expr).map_err(|e| e.to_string())?;
+    match compiled.eval(ctx) {
+        Ok(v) if v.is_undefined() => Err("this path does not exist in the run's result".into()),
+        Ok(v) => Ok(v),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// The expression environment: strict about undefined names, with a few numeric helpers.
 ///
 /// - `mean(xs)`, `sd(xs)` (sample), `min(xs)`, `max(xs)` of a list of numbers
@@ -372,7 +382,7 @@ mod tests {
         let ctx = Value::from_serialize(serde_json::json!({
             "r": {"runs": [{"a": {"b": 1.0}}, {"a": {"b": 3.0}}], "x": 0.25}
         }));
-        let eval = |e: &str| env.compile_expression(e).unwrap().eval(&ctx);
+        let eval = |e: &str| evaluate(&env, e, &ctx);
         assert_eq!(
             value_as_f64(&eval("mean(r.runs | pluck('a.b'))").unwrap()),
             Some(2.0)

@@ -432,32 +432,25 @@ impl Renderer<'_> {
 
     /// Evaluates an expression, turning failures into diagnostics at `span`.
     fn eval(&mut self, expr: &str, span: &Span) -> Option<Value> {
-        let compiled = match self.env.compile_expression(expr) {
-            Ok(c) => c,
+        if let Err(e) = self.env.compile_expression(expr) {
+            self.diags.push(
+                Diagnostic::error(Some(span.clone()), "cannot parse this expression")
+                    .label(e.to_string())
+                    .hint("expressions look like `reference.train.test.accuracy`"),
+            );
+            return None;
+        }
+        match claims::evaluate(&self.env, expr, &self.ctx) {
+            Ok(v) => Some(v),
             Err(e) => {
-                self.diags.push(
-                    Diagnostic::error(Some(span.clone()), "cannot parse this expression")
-                        .label(e.to_string())
-                        .hint("expressions look like `reference.train.test.accuracy`"),
-                );
-                return None;
-            }
-        };
-        let res = compiled.eval(&self.ctx);
-        match res {
-            Ok(v) if !v.is_undefined() => Some(v),
-            other => {
                 let first = expr
                     .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-                    .next()
+                    .find(|w| !w.is_empty())
                     .unwrap_or("");
                 let known_run = self.results.by_run.contains_key(first) || first == "machine";
                 let mut d =
-                    Diagnostic::error(Some(span.clone()), format!("cannot evaluate `{expr}`"));
-                d = match other {
-                    Err(e) => d.label(e.to_string()),
-                    Ok(_) => d.label("this path does not exist in the run's result"),
-                };
+                    Diagnostic::error(Some(span.clone()), format!("cannot evaluate `{expr}`"))
+                        .label(e);
                 if !known_run {
                     let known: Vec<String> =
                         self.results.plans.iter().map(|p| p.id.clone()).collect();

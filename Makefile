@@ -1,0 +1,32 @@
+# The two commands of README.md: `make site` builds the site, `make test` runs the tests.
+# Both install what they need (libtorch 2.13.0 from PyPI into .libtorch/) on first use.
+
+CARGO ?= cargo
+BIN := target/release/revtx-book
+
+.PHONY: site test check setup build bench clean-site
+
+setup:
+	@scripts/setup-libtorch.sh
+
+build: setup
+	$(CARGO) build --release --locked
+
+# Build the site into site/ (trains what the run cache lacks).
+site: build
+	$(BIN) build
+
+# Check every quoted figure against its run, without writing the site.
+check: build
+	$(BIN) check
+
+# Unit and integration tests, then a check of the real chapter.
+test: build
+	$(CARGO) test --release --locked
+	$(BIN) check
+
+bench: build
+	$(BIN) bench
+
+clean-site:
+	rm -rf site
