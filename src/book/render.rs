@@ -782,7 +782,11 @@ impl Renderer<'_> {
                 span.range = start..start + 1;
             }
         }
-        let msg = e.trim_start_matches("JS execution error: ").to_string();
+        // "failed to execute js (detail: String(\"ParseError: KaTeX parse error: … at position N: …\"))"
+        let msg = match e.split("KaTeX parse error: ").nth(1) {
+            Some(m) => m.split(" at position").next().unwrap_or(m).replace("\\\\", "\\").replace('\u{332}', ""),
+            None => e.to_string(),
+        };
         self.diags
             .push(Diagnostic::error(Some(span), "KaTeX cannot render this formula").label(msg));
     }

@@ -1,0 +1,92 @@
+//! Shared helpers for the integration tests: fixture projects in temp dirs.
+#![allow(dead_code)]
+
+use revtx_book::book::{self, runs::RunOptions, BuildOptions, Outcome};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A tiny training run: enough to exercise the pipeline in well under a second.
+pub const TINY_RUN: &str = "```run tiny\nbase = \"reference\"\n[train]\nsteps = 30\nblock = 10\n[eval]\ntest_size = 24\nlong_size = 8\n```";
+
+/// A throwaway project: book/, templates/, static/ and the model source the book includes.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    pub fn new(chapter: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("book")).unwrap();
+        std::fs::write(root.join("book/book.toml"), "title = \"Fixture\"\nauthor = \"Tests\"\nchapters = [\"chapter.md\"]\n").unwrap();
+        std::fs::write(root.join("book/chapter.md"), chapter).unwrap();
+        for d in ["templates", "static"] {
+            copy_dir(&repo().join(d), &root.join(d));
+        }
+        std::fs::create_dir_all(root.join("src/model")).unwrap();
+        std::fs::copy(repo().join("src/model/attention.rs"), root.join("src/model/attention.rs")).unwrap();
+        Project { dir }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn options(&self, out: bool) -> BuildOptions {
+        BuildOptions {
+            root: self.root().to_path_buf(),
+            out: out.then(|| self.root().join("site")),
+            runs: RunOptions {
+                cache_dir: self.root().join(".revtx-cache"),
+                offline: false,
+                rerun: Default::default(),
+                rerun_all: false,
+                jobs: 1,
+                timeout: Duration::from_secs(300),
+                engine: PathBuf::from(env!("CARGO_BIN_EXE_revtx-engine")),
+                quiet: true,
+            },
+            bless: false,
+            live_reload: false,
+        }
+    }
+
+    pub fn check(&self) -> Outcome {
+        book::build(&self.options(false))
+    }
+
+    pub fn build(&self) -> Outcome {
+        book::build(&self.options(true))
+    }
+
+    pub fn chapter(&self) -> String {
+        std::fs::read_to_string(self.root().join("book/chapter.md")).unwrap()
+    }
+}
+
+pub fn copy_dir(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from) {
+        let e = e.unwrap();
+        let dest = to.join(e.path().strip_prefix(from).unwrap());
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}
+
+/// Diagnostics as `(line, col, message + label)`.
+pub fn located(o: &Outcome) -> Vec<(usize, usize, String)> {
+    o.diags
+        .iter()
+        .map(|d| {
+            let (l, c) = d.span.as_ref().map(|s| o.sources.line_col(s.file, s.range.start)).unwrap_or((0, 0));
+            (l, c, format!("{} {}", d.message, d.label.clone().unwrap_or_default()))
+        })
+        .collect()
+}
