@@ -784,7 +784,12 @@ impl Renderer<'_> {
         }
         // "failed to execute js (detail: String(\"ParseError: KaTeX parse error: … at position N: …\"))"
         let msg = match e.split("KaTeX parse error: ").nth(1) {
-            Some(m) => m.split(" at position").next().unwrap_or(m).replace("\\\\", "\\").replace('\u{332}', ""),
+            Some(m) => m
+                .split(" at position")
+                .next()
+                .unwrap_or(m)
+                .replace("\\\\", "\\")
+                .replace('\u{332}', ""),
             None => e.to_string(),
         };
         self.diags

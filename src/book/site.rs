@@ -44,10 +44,10 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     write_atomic(path, bytes)
 }
 
-fn templates(root: &Path) -> Result<Environment<'static>> {
+pub fn templates(root: &Path) -> Result<Environment<'static>> {
     let mut env = Environment::new();
     let dir = root.join("templates");
-    for name in ["page.html", "runs.html", "index.html"] {
+    for name in ["page.html", "overlay.html", "runs.html", "index.html"] {
         let text = std::fs::read_to_string(dir.join(name))
             .with_context(|| format!("reading templates/{name}"))?;
         env.add_template_owned(name.to_string(), text)
