@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod bench;
 mod serve;
 
 #[derive(Parser)]
@@ -47,6 +48,8 @@ enum Cmd {
         #[arg(long, default_value_t = 3000)]
         port: u16,
     },
+    /// Time reference training against the PyTorch peer, side by side.
+    Bench(bench::BenchArgs),
     /// Run one experiment by name (see `run --list`); forwards to the engine.
     #[command(disable_help_flag = true)]
     Run {
@@ -127,6 +130,7 @@ fn main() -> ExitCode {
         Cmd::Serve { common, port } => {
             serve::serve(common.options(Some(PathBuf::from("site")), false), port)
         }
+        Cmd::Bench(args) => bench::bench(args),
         Cmd::Run { args } => {
             let engine = runs::engine_path();
             match std::process::Command::new(&engine)

@@ -28,6 +28,15 @@ struct Cli {
 enum Cmd {
     /// Run a named experiment and print its result.
     Run(RunArgs),
+    /// Measure single-core sgemm peak and reference training throughput (prints JSON).
+    Bench {
+        /// Training steps per measured run.
+        #[arg(long, default_value_t = 300)]
+        steps: usize,
+        /// Intra-op threads.
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+    },
     /// Run one resolved config (JSON `{ "config": ..., "seed": N }`) and write
     /// `result.json` and `weights.safetensors` into a new directory OUT.
     Exec {
@@ -74,6 +83,7 @@ fn main() {
     let res = match cli.cmd {
         Cmd::Run(a) => run_cmd(a, &stop),
         Cmd::Exec { spec, out } => exec(&spec, &out, &stop),
+        Cmd::Bench { steps, threads } => bench(steps, threads),
     };
     if let Err(e) = res {
         let interrupted = e
@@ -323,5 +333,53 @@ fn exec(spec: &Path, out: &Path, stop: &Arc<AtomicBool>) -> Result<()> {
     }
     std::fs::rename(&tmp, out)
         .with_context(|| format!("moving the result into {}", out.display()))?;
+    Ok(())
+}
+
+/// Throughput of the reference training loop, and the sgemm peak it is measured against.
+fn bench(steps: usize, threads: usize) -> Result<()> {
+    use tch::{Kind, Tensor};
+    tch::set_num_threads(threads as i32);
+    // sgemm peak: best of several 1024³ products.
+    let n = 1024i64;
+    let a = Tensor::randn([n, n], (Kind::Float, tch::Device::Cpu));
+    let b = Tensor::randn([n, n], (Kind::Float, tch::Device::Cpu));
+    let _ = a.matmul(&b);
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let c = a.matmul(&b);
+        let _ = c.double_value(&[0, 0]);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let sgemm_gflops = 2.0 * (n as f64).powi(3) / best / 1e9;
+
+    let mut cfg = RunConfig::reference();
+    cfg.train.steps = steps;
+    cfg.train.threads = threads;
+    cfg.eval.test_size = 1;
+    cfg.eval.long_size = 1;
+    let fin = train::run(&cfg, 0, &mut train::Quiet)?;
+    let sps = fin.result.env.steps_per_second;
+    // FLOPs actually executed per step: the engine trims trailing pads, so a batch of
+    // lengths 3..8 runs at 2*8+1 = 17 columns. Matmul weights: 6 flops per weight per token
+    // (forward + backward); attention: QK^T and AV, 4*T^2*d per layer forward, x3.
+    let m = &cfg.model;
+    let t = (2 * cfg.data.max_len + 1) as f64;
+    let tokens = cfg.train.batch_size as f64 * t;
+    let weights = (m.n_layers * (m.d_model * 3 * m.d_model + m.d_model * m.d_model + 2 * m.d_model * m.d_mlp) + m.d_model * m.vocab) as f64;
+    let attn = 3.0 * 4.0 * cfg.train.batch_size as f64 * t * t * m.d_model as f64 * m.n_layers as f64;
+    let gflop_per_step = (6.0 * weights * tokens + attn) / 1e9;
+    let report = serde_json::json!({
+        "threads": threads,
+        "steps": steps,
+        "steps_per_second": sps,
+        "ms_per_step": 1e3 / sps,
+        "gflop_per_step": gflop_per_step,
+        "training_gflops": gflop_per_step * sps,
+        "sgemm_peak_gflops": sgemm_gflops,
+        "share_of_peak": gflop_per_step * sps / sgemm_gflops,
+    });
+    println!("{report}");
     Ok(())
 }

@@ -47,8 +47,8 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(0xD5, 0x5E, 0x00),
     RGBColor(0x00, 0x9E, 0x73),
     RGBColor(0xCC, 0x79, 0xA7),
-    RGBColor(0xE6, 0x9F, 0x00),
-    RGBColor(0x56, 0xB4, 0xE9),
+    RGBColor(0x7B, 0x61, 0xFF),
+    RGBColor(0x8C, 0x8C, 0x8C),
 ];
 /// Hue of the attention heatmap; the weight sets the opacity. A slightly
 /// lighter blue than the palette's, so full weight contrasts about equally
