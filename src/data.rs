@@ -71,9 +71,8 @@ pub fn encode(s: &[u8], seq_len: usize, targets: Targets, offset: usize) -> (Vec
     };
     let mut y = vec![IGNORE; seq_len];
     // The last reversed letter sits at offset + 2L and has no next token to predict.
-    for t in first..offset + 2 * l {
-        y[t] = x[t + 1];
-    }
+    let last = offset + 2 * l;
+    y[first..last].copy_from_slice(&x[first + 1..last + 1]);
     (x, y)
 }
 

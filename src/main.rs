@@ -124,6 +124,13 @@ impl Common {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Ctrl-C reaches the engine processes too; this process waits for them and exits
+    // without writing anything half-done.
+    let _ = ctrlc::set_handler(|| {
+        if runs::INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            std::process::exit(130);
+        }
+    });
     match cli.cmd {
         Cmd::Build { common, out } => report(&common, &common.options(Some(out), false), "build"),
         Cmd::Check { common, bless } => report(&common, &common.options(None, bless), "check"),

@@ -137,7 +137,7 @@ impl Progress for Reporter {
                     b.finish_and_clear();
                 }
             }
-            None if step % self.every == 0 || step == total => {
+            None if step.is_multiple_of(self.every) || step == total => {
                 let rate = step as f64 / self.started.elapsed().as_secs_f64();
                 let eta = (total - step) as f64 / rate;
                 eprintln!(
@@ -367,8 +367,11 @@ fn bench(steps: usize, threads: usize) -> Result<()> {
     let m = &cfg.model;
     let t = (2 * cfg.data.max_len + 1) as f64;
     let tokens = cfg.train.batch_size as f64 * t;
-    let weights = (m.n_layers * (m.d_model * 3 * m.d_model + m.d_model * m.d_model + 2 * m.d_model * m.d_mlp) + m.d_model * m.vocab) as f64;
-    let attn = 3.0 * 4.0 * cfg.train.batch_size as f64 * t * t * m.d_model as f64 * m.n_layers as f64;
+    let weights = (m.n_layers
+        * (m.d_model * 3 * m.d_model + m.d_model * m.d_model + 2 * m.d_model * m.d_mlp)
+        + m.d_model * m.vocab) as f64;
+    let attn =
+        3.0 * 4.0 * cfg.train.batch_size as f64 * t * t * m.d_model as f64 * m.n_layers as f64;
     let gflop_per_step = (6.0 * weights * tokens + attn) / 1e9;
     let report = serde_json::json!({
         "threads": threads,

@@ -87,11 +87,27 @@ pub fn build(opts: &BuildOptions) -> Outcome {
         let t = Instant::now();
         let mut run_diags = Vec::new();
         let results = runs::execute(plans, &run_opts, &mut run_diags);
-        if !(run_opts.offline && !opts.runs.offline) {
+        if !run_opts.offline || opts.runs.offline {
             diags.extend(run_diags);
         }
         run_report = results.report.clone();
         timings.push(("runs", t.elapsed()));
+        if runs::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            diags.push(Diagnostic::error(
+                None,
+                "interrupted: the site and the finished cache entries are left as they were",
+            ));
+            return Outcome {
+                sources,
+                diags,
+                claims: outcome_claims,
+                chapters: chapters_out,
+                counts,
+                run_report,
+                timings,
+                blessed,
+            };
+        }
 
         let t = Instant::now();
         let katex_path = opts.runs.cache_dir.join("katex.json");

@@ -239,7 +239,10 @@ pub fn toml_error(file: FileId, base: usize, e: &toml::de::Error, what: &str) ->
 
 /// Regions of the source where inline constructs are not looked for: code and math.
 /// Also returns the fenced blocks with their info strings.
-fn scan_blocks(src: &str) -> (Vec<Range<usize>>, Vec<(String, Range<usize>)>) {
+/// Fenced blocks: (info string, byte range).
+type Fences = Vec<(String, Range<usize>)>;
+
+fn scan_blocks(src: &str) -> (Vec<Range<usize>>, Fences) {
     let mut skip = Vec::new();
     let mut fences = Vec::new();
     let mut in_fence: Option<(String, usize)> = None;

@@ -18,6 +18,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Set by the Ctrl-C handler: running engines get the signal too and stop; the build then
+/// ends without touching the site or the cache.
+pub static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Compile-time identity of the engine code (see build.rs).
 pub const CODE_FINGERPRINT: &str = env!("REVTX_CODE_FINGERPRINT");
 pub const LIBTORCH_VERSION: &str = env!("REVTX_LIBTORCH_VERSION");
@@ -276,8 +280,8 @@ fn run_jobs(
     let _ = std::fs::create_dir_all(runs_dir);
     jobs.sort_by_key(|j| std::cmp::Reverse(cost(&j.config)));
     let queue = Arc::new(Mutex::new(jobs));
-    let out: Arc<Mutex<Vec<Result<(Job, Produced), Diagnostic>>>> =
-        Arc::new(Mutex::new(Vec::new()));
+    type Outcomes = Vec<Result<(Job, Produced), Diagnostic>>;
+    let out: Arc<Mutex<Outcomes>> = Arc::new(Mutex::new(Vec::new()));
     let workers = opts.jobs.max(1);
     std::thread::scope(|s| {
         for _ in 0..workers {
@@ -317,6 +321,7 @@ fn cost(c: &RunConfig) -> u64 {
 }
 
 /// Runs one job in a child engine process with a time budget.
+#[allow(clippy::result_large_err)] // one per run; boxing buys nothing here
 fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Diagnostic> {
     let fail = |msg: String| {
         Diagnostic::error(
@@ -378,6 +383,18 @@ fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Di
                     opts.timeout.as_secs()
                 ))
                 .hint("raise it with --run-timeout, or shorten the run"));
+            }
+            Ok(None) if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) => {
+                // The engine got the same SIGINT; give it a moment to stop on its own.
+                if started.elapsed() > opts.timeout || child.try_wait().ok().flatten().is_none() {
+                    std::thread::sleep(Duration::from_millis(200));
+                    if child.try_wait().ok().flatten().is_none() {
+                        let _ = child.kill();
+                    }
+                }
+                let _ = child.wait();
+                let _ = reader.join();
+                return Err(fail("interrupted".into()));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => return Err(fail(e.to_string())),

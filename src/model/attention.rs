@@ -43,7 +43,7 @@ pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: AttnOptions) -> (Tens
     let d_k = *q.size().last().unwrap() as f64;
     let mut scores = q.matmul(&k.transpose(-2, -1)); // (..., queries, keys)
     if opts.scale {
-        scores = scores / d_k.sqrt();
+        scores /= d_k.sqrt();
     }
     if opts.causal {
         let t = scores.size()[scores.dim() - 1];
