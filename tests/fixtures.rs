@@ -17,7 +17,9 @@ struct Expected {
 fn expectations(src: &str) -> Vec<Expected> {
     let mut out = Vec::new();
     for (i, line) in src.lines().enumerate() {
-        let Some(rest) = line.trim().strip_prefix("<!-- error @") else { continue };
+        let Some(rest) = line.trim().strip_prefix("<!-- error @") else {
+            continue;
+        };
         let rest = rest.strip_suffix("-->").unwrap().trim();
         let (pos, text) = rest.split_once(": ").unwrap();
         let (off, col) = match pos.split_once(':') {
@@ -25,7 +27,11 @@ fn expectations(src: &str) -> Vec<Expected> {
             None => (pos, None),
         };
         let off: i64 = off.parse().unwrap();
-        out.push(Expected { line: (i as i64 + 1 + off) as usize, col, text: text.to_string() });
+        out.push(Expected {
+            line: (i as i64 + 1 + off) as usize,
+            col,
+            text: text.to_string(),
+        });
     }
     out
 }
@@ -41,18 +47,29 @@ fn every_bad_input_gets_its_diagnostic() {
             continue;
         }
         cases += 1;
-        let src = std::fs::read_to_string(&path).unwrap().replace("TINYRUN", TINY_RUN);
+        let src = std::fs::read_to_string(&path)
+            .unwrap()
+            .replace("TINYRUN", TINY_RUN);
         let want = expectations(&src);
         assert!(!want.is_empty(), "{} has no expected error", path.display());
         let p = Project::new(&src);
-        std::fs::write(p.root().parent().unwrap().join("outside.rs"), "fn secret() {}\n").ok();
+        std::fs::write(
+            p.root().parent().unwrap().join("outside.rs"),
+            "fn secret() {}\n",
+        )
+        .ok();
         let out = p.build();
         let got = located(&out);
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         for w in &want {
-            let hit = got.iter().any(|(l, c, m)| *l == w.line && w.col.is_none_or(|wc| wc == *c) && m.contains(&w.text));
+            let hit = got.iter().any(|(l, c, m)| {
+                *l == w.line && w.col.is_none_or(|wc| wc == *c) && m.contains(&w.text)
+            });
             if !hit {
-                failures.push(format!("{name}: expected `{}` at {}:{:?}, got {got:?}", w.text, w.line, w.col));
+                failures.push(format!(
+                    "{name}: expected `{}` at {}:{:?}, got {got:?}",
+                    w.text, w.line, w.col
+                ));
             }
         }
         for (l, c, m) in &got {
@@ -60,7 +77,10 @@ fn every_bad_input_gets_its_diagnostic() {
                 failures.push(format!("{name}: unexpected diagnostic at {l}:{c}: {m}"));
             }
         }
-        assert!(!p.root().join("site").exists(), "{name}: a failed build must not write a site");
+        assert!(
+            !p.root().join("site").exists(),
+            "{name}: a failed build must not write a site"
+        );
     }
     assert!(cases >= 14, "only {cases} fixtures found");
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
@@ -69,7 +89,11 @@ fn every_bad_input_gets_its_diagnostic() {
 #[test]
 fn unknown_book_toml_key_is_an_error() {
     let p = Project::new("# C\n");
-    std::fs::write(p.root().join("book/book.toml"), "title = \"T\"\nauthor = \"A\"\nchapters = [\"chapter.md\"]\ncolour = \"red\"\n").unwrap();
+    std::fs::write(
+        p.root().join("book/book.toml"),
+        "title = \"T\"\nauthor = \"A\"\nchapters = [\"chapter.md\"]\ncolour = \"red\"\n",
+    )
+    .unwrap();
     let got = located(&p.check());
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].0, 4);
@@ -105,13 +129,33 @@ fn cache_reruns_only_what_changed() {
     let p = Project::new(&two);
     let first = p.check();
     assert_eq!(first.errors(), 0, "{:?}", located(&first));
-    assert!(first.run_report.iter().all(|l| l.contains("ran")), "{:?}", first.run_report);
-    std::fs::write(p.root().join("book/chapter.md"), two.replace("Text", "Edited prose")).unwrap();
+    assert!(
+        first.run_report.iter().all(|l| l.contains("ran")),
+        "{:?}",
+        first.run_report
+    );
+    std::fs::write(
+        p.root().join("book/chapter.md"),
+        two.replace("Text", "Edited prose"),
+    )
+    .unwrap();
     let second = p.check();
-    assert!(second.run_report.iter().all(|l| l.ends_with("cached")), "{:?}", second.run_report);
-    std::fs::write(p.root().join("book/chapter.md"), two.replace("seed = 1", "seed = 2")).unwrap();
+    assert!(
+        second.run_report.iter().all(|l| l.ends_with("cached")),
+        "{:?}",
+        second.run_report
+    );
+    std::fs::write(
+        p.root().join("book/chapter.md"),
+        two.replace("seed = 1", "seed = 2"),
+    )
+    .unwrap();
     let third = p.check();
-    let ran: Vec<_> = third.run_report.iter().filter(|l| l.contains("ran")).collect();
+    let ran: Vec<_> = third
+        .run_report
+        .iter()
+        .filter(|l| l.contains("ran"))
+        .collect();
     assert_eq!(ran.len(), 1, "{:?}", third.run_report);
     assert!(ran[0].starts_with("other"), "{ran:?}");
 }
@@ -123,19 +167,33 @@ fn corrupt_cache_entry_is_rerun() {
     let p = Project::new(&src);
     assert_eq!(p.check().errors(), 0);
     let runs = p.root().join(".revtx-cache/runs");
-    let entry = std::fs::read_dir(&runs).unwrap().map(|e| e.unwrap().path()).find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.')).unwrap();
+    let entry = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .unwrap();
     let json = entry.join("result.json");
     let text = std::fs::read_to_string(&json).unwrap();
     std::fs::write(&json, &text[..text.len() / 2]).unwrap();
     let again = p.check();
     assert_eq!(again.errors(), 0);
-    assert!(again.run_report[0].contains("corrupt"), "{:?}", again.run_report);
+    assert!(
+        again.run_report[0].contains("corrupt"),
+        "{:?}",
+        again.run_report
+    );
     // --offline refuses to train instead.
     std::fs::write(&json, "{}").unwrap();
     let mut opts = p.options(false);
     opts.runs.offline = true;
     let off = revtx_book::book::build(&opts);
-    assert!(located(&off).iter().any(|(_, _, m)| m.contains("--offline")), "{:?}", located(&off));
+    assert!(
+        located(&off)
+            .iter()
+            .any(|(_, _, m)| m.contains("--offline")),
+        "{:?}",
+        located(&off)
+    );
 }
 
 /// A failed build leaves the previous site intact.
@@ -145,7 +203,14 @@ fn failed_build_keeps_previous_site() {
     let p = Project::new(&good);
     assert_eq!(p.build().errors(), 0);
     let index = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
-    std::fs::write(p.root().join("book/chapter.md"), good.replace("103,244", "5")).unwrap();
+    std::fs::write(
+        p.root().join("book/chapter.md"),
+        good.replace("103,244", "5"),
+    )
+    .unwrap();
     assert!(p.build().errors() > 0);
-    assert_eq!(std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap(), index);
+    assert_eq!(
+        std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap(),
+        index
+    );
 }

@@ -46,7 +46,7 @@ runs = ["tiny"]
 caption = "Training loss."
 ```
 
-```include src/model/attention.rs:attention
+```include src/sample.rs:demo
 ```
 "#
     )
@@ -54,7 +54,9 @@ caption = "Training loss."
 
 /// The first element starting with `start` and its matching close tag `end_tag`.
 fn fragment<'a>(html: &'a str, start: &str, end_tag: &str) -> &'a str {
-    let s = html.find(start).unwrap_or_else(|| panic!("no `{start}` in the page"));
+    let s = html
+        .find(start)
+        .unwrap_or_else(|| panic!("no `{start}` in the page"));
     let e = s + html[s..].find(end_tag).unwrap() + end_tag.len();
     &html[s..e]
 }
@@ -104,11 +106,21 @@ fn broken_links(site: &Path) -> Vec<String> {
             for part in text.split(attr).skip(1) {
                 // Attribute values are HTML: decode the entities a browser would.
                 let raw = part.split('"').next().unwrap();
-                targets.push(raw.replace("&#x2f;", "/").replace("&#x3d;", "=").replace("&amp;", "&"));
+                targets.push(
+                    raw.replace("&#x2f;", "/")
+                        .replace("&#x3d;", "=")
+                        .replace("&amp;", "&"),
+                );
             }
         }
         for part in text.split("url(").skip(1) {
-            targets.push(part.split(')').next().unwrap().trim_matches(['"', '\'']).to_string());
+            targets.push(
+                part.split(')')
+                    .next()
+                    .unwrap()
+                    .trim_matches(['"', '\''])
+                    .to_string(),
+            );
         }
         for t in targets {
             if t.starts_with('#') || t.starts_with("data:") || t.is_empty() {
@@ -138,18 +150,43 @@ fn broken_links(site: &Path) -> Vec<String> {
 #[test]
 fn small_book_builds_into_a_working_site() {
     let p = Project::new(&chapter());
+    // A fixed source file, so the listing snapshot does not move with the model code.
+    std::fs::write(p.root().join("src/sample.rs"), "use std::fmt;\n\n// ANCHOR: demo\n/// Doubles `x`.\npub fn double(x: f64) -> f64 {\n    2.0 * x // \"twice\" & more\n}\n// ANCHOR_END: demo\n").unwrap();
     let out = p.build();
     assert_eq!(out.errors(), 0, "{:?}", located(&out));
     assert_eq!(out.counts.checked, 2);
-    assert_eq!((out.counts.figures, out.counts.tables, out.counts.equations, out.counts.listings), (1, 2, 1, 1));
+    assert_eq!(
+        (
+            out.counts.figures,
+            out.counts.tables,
+            out.counts.equations,
+            out.counts.listings
+        ),
+        (1, 2, 1, 1)
+    );
     let site = p.root().join("site");
-    for f in ["index.html", "chapter-1.html", "runs.html", ".nojekyll", "claims.json", "search-index.json", "static/style.css", "static/highlight.css", "static/katex/katex.min.css"] {
+    for f in [
+        "index.html",
+        "chapter-1.html",
+        "runs.html",
+        ".nojekyll",
+        "claims.json",
+        "search-index.json",
+        "static/style.css",
+        "static/highlight.css",
+        "static/katex/katex.min.css",
+    ] {
         assert!(site.join(f).exists(), "missing {f}");
     }
     assert!(site.join("runs/tiny-s0.safetensors").exists());
     assert!(site.join("runs/tiny-s0-loss.csv").exists());
-    let claims: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(site.join("claims.json")).unwrap()).unwrap();
-    assert!(claims.as_array().unwrap().iter().all(|c| c["verdict"] == "ok"));
+    let claims: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(site.join("claims.json")).unwrap()).unwrap();
+    assert!(claims
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["verdict"] == "ok"));
     let bad = broken_links(&site);
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 
@@ -157,14 +194,45 @@ fn small_book_builds_into_a_working_site() {
     assert!(html.contains("<a class=\"xref\" href=\"#fig-loss\">Figure 1.1</a>"));
     assert!(html.contains("<a class=\"xref\" href=\"#eq-softmax\">(1.1)</a>"));
     assert!(html.contains("<a class=\"xref\" href=\"#tab-acc\">Table 1.2</a>"));
-    snapshot("math.html", fragment(&html, "<span class=\"math-display\"", "<span class=\"eq-num\">(1.1)</span></span>"));
-    snapshot("include.html", fragment(&html, "<figure class=\"listing\">", "</figure>"));
-    snapshot("table-worked.html", fragment(&html, "<figure class=\"table\" id=\"tab-worked\">", "</figure>"));
-    snapshot("table-markdown.html", fragment(&html, "<div class=\"table-wrap\"><table>", "</table>"));
+    snapshot(
+        "math.html",
+        fragment(
+            &html,
+            "<span class=\"math-display\"",
+            "<span class=\"eq-num\">(1.1)</span></span>",
+        ),
+    );
+    snapshot(
+        "include.html",
+        fragment(&html, "<figure class=\"listing\">", "</figure>"),
+    );
+    snapshot(
+        "table-worked.html",
+        fragment(
+            &html,
+            "<figure class=\"table\" id=\"tab-worked\">",
+            "</figure>",
+        ),
+    );
+    snapshot(
+        "table-markdown.html",
+        fragment(&html, "<div class=\"table-wrap\"><table>", "</table>"),
+    );
     // The plot's inner geometry follows the run's floats; the wrapper, the accessible name
     // and the caption are stable.
-    let fig = mask_numbers(fragment(&html, "<figure class=\"plot\" id=\"fig-loss\">", "</figure>"));
-    let outline: Vec<&str> = fig.lines().filter(|l| ["<figure", "<div", "<title", "<figcaption", "</figure"].iter().any(|p| l.starts_with(p))).collect();
+    let fig = mask_numbers(fragment(
+        &html,
+        "<figure class=\"plot\" id=\"fig-loss\">",
+        "</figure>",
+    ));
+    let outline: Vec<&str> = fig
+        .lines()
+        .filter(|l| {
+            ["<figure", "<div", "<title", "<figcaption", "</figure"]
+                .iter()
+                .any(|p| l.starts_with(p))
+        })
+        .collect();
     snapshot("figure-outline.html", &(outline.join("\n") + "\n"));
     // The worked example quoted in the markdown table is a checked figure.
     assert!(html.contains("<span class=\"claim-value\">0.83</span>"));

@@ -22,13 +22,21 @@ impl Project {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("book")).unwrap();
-        std::fs::write(root.join("book/book.toml"), "title = \"Fixture\"\nauthor = \"Tests\"\nchapters = [\"chapter.md\"]\n").unwrap();
+        std::fs::write(
+            root.join("book/book.toml"),
+            "title = \"Fixture\"\nauthor = \"Tests\"\nchapters = [\"chapter.md\"]\n",
+        )
+        .unwrap();
         std::fs::write(root.join("book/chapter.md"), chapter).unwrap();
         for d in ["templates", "static"] {
             copy_dir(&repo().join(d), &root.join(d));
         }
         std::fs::create_dir_all(root.join("src/model")).unwrap();
-        std::fs::copy(repo().join("src/model/attention.rs"), root.join("src/model/attention.rs")).unwrap();
+        std::fs::copy(
+            repo().join("src/model/attention.rs"),
+            root.join("src/model/attention.rs"),
+        )
+        .unwrap();
         Project { dir }
     }
 
@@ -85,8 +93,16 @@ pub fn located(o: &Outcome) -> Vec<(usize, usize, String)> {
     o.diags
         .iter()
         .map(|d| {
-            let (l, c) = d.span.as_ref().map(|s| o.sources.line_col(s.file, s.range.start)).unwrap_or((0, 0));
-            (l, c, format!("{} {}", d.message, d.label.clone().unwrap_or_default()))
+            let (l, c) = d
+                .span
+                .as_ref()
+                .map(|s| o.sources.line_col(s.file, s.range.start))
+                .unwrap_or((0, 0));
+            (
+                l,
+                c,
+                format!("{} {}", d.message, d.label.clone().unwrap_or_default()),
+            )
         })
         .collect()
 }
