@@ -214,3 +214,32 @@ fn failed_build_keeps_previous_site() {
         index
     );
 }
+
+/// The command line prints rustc-style diagnostics and, under GitHub Actions, annotations.
+#[test]
+fn check_command_prints_located_diagnostics_and_annotations() {
+    let src = format!("# Drift\n\n{TINY_RUN}\n\nFirst loss [9.99]{{=tiny.train.first_loss}}.\n");
+    let p = Project::new(&src);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_revtx-book"))
+        .args(["check", "-q", "--root"])
+        .arg(p.root())
+        .env("GITHUB_ACTIONS", "true")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = 4 + TINY_RUN.lines().count();
+    assert!(
+        stderr.contains(&format!("book/chapter.md:{line}:13")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("quoted `9.99`, recomputed"), "{stderr}");
+    assert!(stderr.contains("^^^^"), "{stderr}");
+    assert!(
+        stdout.contains(&format!(
+            "::error file=book/chapter.md,line={line},col=13::quoted figure does not match its run"
+        )),
+        "{stdout}"
+    );
+}
