@@ -20,13 +20,22 @@ site: build
 check: build
 	$(BIN) check
 
-# Unit and integration tests, then a check of the real chapter.
+# Unit and integration tests, a check of the real chapter (trains what the run cache
+# lacks), then the site built from those runs, tested in headless Chromium.
 test: build
 	$(CARGO) test --release --locked
 	$(BIN) check
+	$(BIN) build --offline --quiet
+	tests/browser/setup.sh && node tests/browser/e2e.mjs site --figures 3
 
 bench: build
 	$(BIN) bench
 
 clean-site:
 	rm -rf site
+
+# Browser test of the built site (run `make site` first): headless Chromium against
+# site/ served under a sub-path; screenshots go to tests/artifacts/.
+.PHONY: browser
+browser:
+	tests/browser/setup.sh && node tests/browser/e2e.mjs site --figures 3

@@ -196,10 +196,6 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
 
     // Assets and metadata.
     copy_dir(&root.join("static"), &dir.join("static"))?;
-    std::fs::write(
-        dir.join("static").join("highlight.css"),
-        render::highlight_css(),
-    )?;
     std::fs::write(dir.join("search-index.json"), serde_json::to_vec(&search)?)?;
     std::fs::write(dir.join("claims.json"), ctx.claims_json)?;
     std::fs::write(dir.join(".nojekyll"), "")?;
@@ -238,7 +234,8 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         if entry.file_type().is_dir() {
             std::fs::create_dir_all(&dest)?;
         } else {
-            link_or_copy(entry.path(), &dest)?;
+            // Copied, not linked: nothing written into the site may ever reach the sources.
+            std::fs::copy(entry.path(), &dest).with_context(|| format!("copying {}", entry.path().display()))?;
         }
     }
     Ok(())
