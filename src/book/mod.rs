@@ -58,134 +58,120 @@ impl Outcome {
 
 /// Runs the whole pipeline.
 pub fn build(opts: &BuildOptions) -> Outcome {
-    let mut sources = Sources {
-        root: opts.root.clone(),
-        ..Default::default()
+    let mut o = Outcome {
+        sources: Sources {
+            root: opts.root.clone(),
+            ..Default::default()
+        },
+        diags: Vec::new(),
+        claims: Vec::new(),
+        chapters: Vec::new(),
+        counts: Counts::default(),
+        run_report: Vec::new(),
+        timings: Vec::new(),
+        blessed: Vec::new(),
     };
-    let mut diags = Vec::new();
-    let mut timings = Vec::new();
-    let mut outcome_claims = Vec::new();
-    let mut chapters_out = Vec::new();
-    let mut counts = Counts::default();
-    let mut run_report = Vec::new();
-    let mut blessed = Vec::new();
+    pipeline(opts, &mut o);
+    o
+}
+
+/// The stages, filling `o` as they go; an early return keeps what was done so far.
+fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
+    let t = Instant::now();
+    let book = parse::load(&opts.root, &mut o.sources, &mut o.diags);
+    o.timings.push(("parse", t.elapsed()));
+    let Some(book) = book else { return };
 
     let t = Instant::now();
-    let book = parse::load(&opts.root, &mut sources, &mut diags);
-    timings.push(("parse", t.elapsed()));
+    let plans = runs::plan(&book, &mut o.diags);
+    o.timings.push(("plan", t.elapsed()));
 
-    if let Some(book) = &book {
-        let t = Instant::now();
-        let plans = runs::plan(book, &mut diags);
-        timings.push(("plan", t.elapsed()));
+    // A book with broken directives is not worth hours of training: only cached runs then.
+    let mut run_opts = opts.runs.clone();
+    run_opts.offline |= o.errors() > 0;
+    let t = Instant::now();
+    let mut run_diags = Vec::new();
+    let results = runs::execute(plans, &run_opts, &mut run_diags);
+    if !run_opts.offline || opts.runs.offline {
+        o.diags.extend(run_diags);
+    }
+    o.run_report = results.report.clone();
+    o.timings.push(("runs", t.elapsed()));
+    if runs::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        o.diags.push(Diagnostic::error(
+            None,
+            "interrupted: the site and the finished cache entries are left as they were",
+        ));
+        return;
+    }
 
-        // A book with broken directives is not worth hours of training: only cached runs then.
-        let mut run_opts = opts.runs.clone();
-        if diags.iter().any(|d| d.severity == Severity::Error) {
-            run_opts.offline = true;
-        }
-        let t = Instant::now();
-        let mut run_diags = Vec::new();
-        let results = runs::execute(plans, &run_opts, &mut run_diags);
-        if !run_opts.offline || opts.runs.offline {
-            diags.extend(run_diags);
-        }
-        run_report = results.report.clone();
-        timings.push(("runs", t.elapsed()));
-        if runs::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-            diags.push(Diagnostic::error(
-                None,
-                "interrupted: the site and the finished cache entries are left as they were",
-            ));
-            return Outcome {
-                sources,
-                diags,
-                claims: outcome_claims,
-                chapters: chapters_out,
-                counts,
-                run_report,
-                timings,
-                blessed,
-            };
-        }
+    let t = Instant::now();
+    let katex_path = opts.runs.cache_dir.join("katex.json");
+    let mut katex: KatexCache = std::fs::read(&katex_path)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    let mut r = render::Renderer {
+        root: &opts.root,
+        results: &results,
+        ctx: render::context(&results),
+        env: claims::environment(),
+        katex: &mut katex,
+        anchors: render::number_everything(&book.chapters),
+        claims: Vec::new(),
+        diags: Vec::new(),
+        sources: &o.sources,
+    };
+    let mut chapters = Vec::new();
+    for ch in &book.chapters {
+        chapters.push(r.chapter(ch));
+    }
+    let claims = std::mem::take(&mut r.claims);
+    let render_diags = std::mem::take(&mut r.diags);
+    o.diags.extend(render_diags);
+    for c in chapters.iter().map(|c| c.counts) {
+        o.counts.checked += c.checked;
+        o.counts.inserted += c.inserted;
+        o.counts.figures += c.figures;
+        o.counts.tables += c.tables;
+        o.counts.equations += c.equations;
+        o.counts.listings += c.listings;
+    }
+    if katex.dirty {
+        let _ = site::write_atomic(&katex_path, &serde_json::to_vec(&katex).unwrap_or_default());
+    }
+    o.timings.push(("render", t.elapsed()));
 
-        let t = Instant::now();
-        let katex_path = opts.runs.cache_dir.join("katex.json");
-        let mut katex: KatexCache = std::fs::read(&katex_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        let mut r = render::Renderer {
-            root: &opts.root,
+    if opts.bless {
+        o.blessed = bless(&claims, &o.sources, &mut o.diags);
+    }
+
+    let t = Instant::now();
+    if let (Some(out), 0) = (&opts.out, o.errors()) {
+        let claims_json = serde_json::to_string_pretty(&claims).unwrap_or_default() + "\n";
+        let ctx = site::SiteContext {
+            book: &book,
+            chapters: &chapters,
             results: &results,
-            ctx: render::context(&results),
-            env: claims::environment(),
-            katex: &mut katex,
-            anchors: render::number_everything(&book.chapters),
-            claims: Vec::new(),
-            diags: Vec::new(),
-            sources: &sources,
+            claims_json: &claims_json,
+            live_reload: opts.live_reload,
         };
-        for ch in &book.chapters {
-            let rc = r.chapter(ch);
-            let c = rc.counts;
-            counts.checked += c.checked;
-            counts.inserted += c.inserted;
-            counts.figures += c.figures;
-            counts.tables += c.tables;
-            counts.equations += c.equations;
-            counts.listings += c.listings;
-            chapters_out.push(rc);
+        if let Err(e) = site::write(&opts.root, out, &ctx) {
+            o.diags.push(Diagnostic::error(
+                None,
+                format!("cannot write the site to {}: {e:#}", out.display()),
+            ));
+        } else {
+            // Kept in the repository so a pull request's diff shows which figures moved.
+            let _ = site::write_if_changed(
+                &opts.root.join("book").join("claims.json"),
+                claims_json.as_bytes(),
+            );
         }
-        outcome_claims = std::mem::take(&mut r.claims);
-        diags.extend(std::mem::take(&mut r.diags));
-        if katex.dirty {
-            let _ =
-                site::write_atomic(&katex_path, &serde_json::to_vec(&katex).unwrap_or_default());
-        }
-        timings.push(("render", t.elapsed()));
-
-        if opts.bless {
-            blessed = bless(&outcome_claims, &sources, &mut diags);
-        }
-
-        let t = Instant::now();
-        let errors = diags.iter().any(|d| d.severity == Severity::Error);
-        if let (Some(out), false) = (&opts.out, errors) {
-            let claims_json =
-                serde_json::to_string_pretty(&outcome_claims).unwrap_or_default() + "\n";
-            let ctx = site::SiteContext {
-                book,
-                chapters: &chapters_out,
-                results: &results,
-                claims_json: &claims_json,
-                live_reload: opts.live_reload,
-            };
-            if let Err(e) = site::write(&opts.root, out, &ctx) {
-                diags.push(Diagnostic::error(
-                    None,
-                    format!("cannot write the site to {}: {e:#}", out.display()),
-                ));
-            } else {
-                // Kept in the repository so a pull request's diff shows which figures moved.
-                let _ = site::write_if_changed(
-                    &opts.root.join("book").join("claims.json"),
-                    claims_json.as_bytes(),
-                );
-            }
-        }
-        timings.push(("write", t.elapsed()));
     }
-    Outcome {
-        sources,
-        diags,
-        claims: outcome_claims,
-        chapters: chapters_out,
-        counts,
-        run_report,
-        timings,
-        blessed,
-    }
+    o.timings.push(("write", t.elapsed()));
+    o.claims = claims;
+    o.chapters = chapters;
 }
 
 /// Rewrites drifted quoted figures in their source files, returning the edits.

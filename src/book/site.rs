@@ -235,7 +235,8 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
             std::fs::create_dir_all(&dest)?;
         } else {
             // Copied, not linked: nothing written into the site may ever reach the sources.
-            std::fs::copy(entry.path(), &dest).with_context(|| format!("copying {}", entry.path().display()))?;
+            std::fs::copy(entry.path(), &dest)
+                .with_context(|| format!("copying {}", entry.path().display()))?;
         }
     }
     Ok(())
