@@ -664,7 +664,7 @@
 
   /* Scrolling regions must be reachable from the keyboard (WCAG 2.1.1). */
   function markScrollable() {
-    $$(".table-wrap, pre.code, .math-display > .katex-display").forEach(function (el) {
+    $$(".table-wrap, pre.code, .plot-svg, .math-display > .katex-display").forEach(function (el) {
       var scrolls = el.scrollWidth > el.clientWidth + 1;
       if (scrolls && !el.hasAttribute("tabindex")) {
         el.setAttribute("tabindex", "0");
