@@ -35,7 +35,9 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn peer(args: &BenchArgs, variant: &str, threads: usize) -> Result<serde_json::Value, String> {
-    let tmp = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    // The peer merges into an existing JSON file, so give it a path that does not exist yet.
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let json = dir.path().join("peer.json");
     let out = Command::new("python3")
         .env("PYTHONPATH", &args.torch)
         .arg(&args.peer)
@@ -46,7 +48,7 @@ fn peer(args: &BenchArgs, variant: &str, threads: usize) -> Result<serde_json::V
             variant,
             "--json",
         ])
-        .arg(tmp.path())
+        .arg(&json)
         .output()
         .map_err(|e| e.to_string())?;
     if !out.status.success() {
@@ -57,7 +59,7 @@ fn peer(args: &BenchArgs, variant: &str, threads: usize) -> Result<serde_json::V
             .to_string());
     }
     let all: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(tmp.path()).map_err(|e| e.to_string())?)
+        serde_json::from_slice(&std::fs::read(&json).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
     all.as_object()
         .and_then(|m| m.values().next().cloned())

@@ -619,6 +619,27 @@ mod tests {
         );
     }
 
+    /// Initialised like PyTorch, the untrained model is evenly unsure: its first loss is
+    /// close to ln 12, the cost of a uniform guess over the vocabulary.
+    #[test]
+    fn untrained_loss_is_near_ln_vocab() {
+        let mut c = tiny();
+        c.train.steps = 1;
+        c.train.block = 1;
+        for seed in 0..3 {
+            let first = run(&c, seed, &mut Quiet)
+                .unwrap()
+                .result
+                .train
+                .unwrap()
+                .first_loss;
+            assert!(
+                (first - 12f64.ln()).abs() < 0.25,
+                "seed {seed}: first loss {first}"
+            );
+        }
+    }
+
     #[test]
     fn trimming_trailing_pads_changes_nothing() {
         // Same model, same batch: the loss over 25 columns and over the used columns agree.
