@@ -20,13 +20,15 @@ base = "worked-example"
 
 ## Results
 
-The model has [103,244]{{=tiny.params}} parameters; see {{@fig-loss}}, {{@tab-acc}} and {{@eq-softmax}}.
+The model has [103,244]{{=tiny.params}} parameters; see {{@fig-loss}}, {{@tab-acc}}, {{@tab-md}} and {{@eq-softmax}}.
 
 $$ w_{{ij}} = \frac{{\exp(s_{{ij}})}}{{\sum_{{j'}} \exp(s_{{ij'}})}} $$ {{#eq-softmax}}
 
 | key | weight |
 |---|---:|
 | cat | [0.83]{{=worked.worked.weights[1]}} |
+
+Table: The weight on *cat*. {{#tab-md}}
 
 ```table tab-worked
 kind = "worked-example"
@@ -162,7 +164,7 @@ fn small_book_builds_into_a_working_site() {
             out.counts.equations,
             out.counts.listings
         ),
-        (1, 2, 1, 1)
+        (1, 3, 1, 1)
     );
     let site = p.root().join("site");
     for f in [
@@ -193,7 +195,11 @@ fn small_book_builds_into_a_working_site() {
     let html = std::fs::read_to_string(site.join("chapter-1.html")).unwrap();
     assert!(html.contains("<a class=\"xref\" href=\"#fig-loss\">Figure 1.1</a>"));
     assert!(html.contains("<a class=\"xref\" href=\"#eq-softmax\">(1.1)</a>"));
-    assert!(html.contains("<a class=\"xref\" href=\"#tab-acc\">Table 1.2</a>"));
+    assert!(
+        html.contains("<a class=\"xref\" href=\"#tab-md\">Table 1.1</a>"),
+        "a captioned markdown table is numbered in document order"
+    );
+    assert!(html.contains("<a class=\"xref\" href=\"#tab-acc\">Table 1.3</a>"));
     snapshot(
         "math.html",
         fragment(
@@ -216,7 +222,7 @@ fn small_book_builds_into_a_working_site() {
     );
     snapshot(
         "table-markdown.html",
-        fragment(&html, "<div class=\"table-wrap\"><table>", "</table>"),
+        fragment(&html, "<figure class=\"table\" id=\"tab-md\">", "</figure>"),
     );
     // The plot's inner geometry follows the run's floats; the wrapper, the accessible name
     // and the caption are stable.

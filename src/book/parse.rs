@@ -10,7 +10,8 @@
 //!             | "include" SP path [":" anchor]     body: empty
 //! claim       = "[" quoted "]" "{=" expr [ "~" tolerance ] "}"   checked figure
 //! insert      = "{=" expr "}"                                      inserted value, no claim
-//! label       = "{#" id "}"          right after a `$$…$$` display equation
+//! label       = "{#eq-" id "}"       right after a `$$…$$` display equation
+//!             | "{#tab-" id "}"      in a `Table: caption` paragraph right after a table
 //! reference   = "{@" id "}"          to a figure, table or equation: "Figure 1.2", "(1.3)"
 //! id          = [a-z0-9][a-z0-9_-]*
 //! tolerance   = number [ "%" ]       absolute, or relative to the recomputed value
@@ -164,6 +165,8 @@ pub struct Chapter {
     pub text: String,
     /// Directives in document order (the order the renderer meets their fences).
     pub directives: Vec<Spanned<Directive>>,
+    /// Offset in `text` of each directive's fence, parallel to `directives`.
+    pub directive_offsets: Vec<usize>,
     /// Inline constructs, indexed by placeholder number.
     pub inlines: Vec<Spanned<Inline>>,
     /// Display-math spans in `text` (for KaTeX error positions): (offset in `text`, formula, span).
@@ -318,7 +321,9 @@ pub fn parse_chapter(
                 continue;
             };
             let sigil = bytes[i + 1];
-            if sigil == b'#' && !src[i + 2..close].starts_with("eq-") {
+            if sigil == b'#'
+                && !(src[i + 2..close].starts_with("eq-") || src[i + 2..close].starts_with("tab-"))
+            {
                 // Heading attributes like `{#sec-x}` belong to the markdown parser.
                 i += 1;
                 continue;
@@ -415,6 +420,7 @@ pub fn parse_chapter(
 
     // Pass 2: directives and math, from the placeholder text.
     let mut directives = Vec::new();
+    let mut directive_offsets = Vec::new();
     let mut math = Vec::new();
     let mut title = None;
     let mut in_title = false;
@@ -446,6 +452,7 @@ pub fn parse_chapter(
                         parse_directive(&info, &body, info_span, file, to_src(body_start), diags)
                     {
                         directives.push(d);
+                        directive_offsets.push(start);
                     }
                 }
             }
@@ -490,6 +497,7 @@ pub fn parse_chapter(
         slug: format!("chapter-{number}.html"),
         text,
         directives,
+        directive_offsets,
         inlines,
         math,
     }
@@ -565,6 +573,14 @@ fn quoted_before(src: &str, at: usize, skip: &[Range<usize>]) -> Option<usize> {
 fn split_tolerance(body: &str) -> (&str, Option<Tolerance>, Option<String>) {
     match body.rfind('~') {
         None => (body, None, None),
+        // A `~` followed by anything but a number is minijinja's string concatenation.
+        Some(k)
+            if !body[k + 1..]
+                .trim_start()
+                .starts_with(|c: char| c.is_ascii_digit() || c == '.' || c == '-') =>
+        {
+            (body, None, None)
+        }
         Some(k) => {
             let (expr, tol) = (&body[..k], body[k + 1..].trim());
             let (num, rel) = match tol.strip_suffix('%') {
@@ -721,7 +737,15 @@ mod tests {
             split_tolerance("a.b ~ 5%").1,
             Some(Tolerance::Relative(5.0))
         );
-        assert!(split_tolerance("a.b ~ x").2.is_some());
+        assert!(
+            split_tolerance("a.b ~ -1").2.is_some(),
+            "a negative tolerance is an error"
+        );
+        assert_eq!(
+            split_tolerance("'a' ~ b.c"),
+            ("'a' ~ b.c", None, None),
+            "string concatenation is no tolerance"
+        );
     }
 
     #[test]

@@ -289,49 +289,144 @@ pub fn extract_anchor(src: &str, anchor: Option<&str>) -> Result<String, Vec<Str
         + "\n")
 }
 
+/// A numbered thing in a chapter, in document order.
+#[derive(Clone, Debug)]
+pub struct Numbered {
+    /// Offset in the chapter's placeholder text where it starts (fence, table or math).
+    pub offset: usize,
+    /// "Figure 1.2", "Table 1.1" or "(1.3)".
+    pub label: String,
+    pub id: Option<String>,
+}
+
+/// Figures, tables (directive tables and captioned markdown tables) and display equations
+/// of a chapter, numbered in document order.
+pub fn numbered(ch: &Chapter) -> Vec<Numbered> {
+    let events: Vec<(Event, std::ops::Range<usize>)> = Parser::new_ext(&ch.text, parse::options())
+        .into_offset_iter()
+        .collect();
+    let (mut fig, mut tab, mut eq) = (0, 0, 0);
+    let mut out = Vec::new();
+    for (i, (ev, range)) in events.iter().enumerate() {
+        match ev {
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) => {
+                let Some(k) = ch.directive_offsets.iter().position(|&o| o == range.start) else {
+                    continue;
+                };
+                match &ch.directives[k].node {
+                    Directive::Figure { id, .. } => {
+                        fig += 1;
+                        out.push(Numbered {
+                            offset: range.start,
+                            label: format!("Figure {}.{fig}", ch.number),
+                            id: Some(id.clone()),
+                        });
+                    }
+                    Directive::Table { id, .. } => {
+                        tab += 1;
+                        out.push(Numbered {
+                            offset: range.start,
+                            label: format!("Table {}.{tab}", ch.number),
+                            id: Some(id.clone()),
+                        });
+                    }
+                    _ => {}
+                }
+            }
+            Event::Start(Tag::Table(_)) => {
+                if let Some(cap) = table_caption(ch, &events, i) {
+                    tab += 1;
+                    out.push(Numbered {
+                        offset: range.start,
+                        label: format!("Table {}.{tab}", ch.number),
+                        id: cap.id,
+                    });
+                }
+            }
+            Event::DisplayMath(_) => {
+                eq += 1;
+                out.push(Numbered {
+                    offset: range.start,
+                    label: format!("({}.{eq})", ch.number),
+                    id: label_after(ch, events.get(i + 1).map(|e| &e.0)),
+                });
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// Numbers figures, tables and equations of every chapter; returns id → (label, page).
 pub fn number_everything(chapters: &[Chapter]) -> Anchors {
     let mut anchors = Anchors::new();
     for ch in chapters {
-        let (mut fig, mut tab) = (0, 0);
-        for d in &ch.directives {
-            match &d.node {
-                Directive::Figure { id, .. } => {
-                    fig += 1;
-                    anchors.insert(
-                        id.clone(),
-                        (format!("Figure {}.{fig}", ch.number), ch.slug.clone()),
-                    );
-                }
-                Directive::Table { id, .. } => {
-                    tab += 1;
-                    anchors.insert(
-                        id.clone(),
-                        (format!("Table {}.{tab}", ch.number), ch.slug.clone()),
-                    );
-                }
-                _ => {}
-            }
-        }
-        for (k, label) in equation_labels(ch).into_iter().enumerate() {
-            if let Some(id) = label {
-                anchors.insert(id, (format!("({}.{})", ch.number, k + 1), ch.slug.clone()));
+        for n in numbered(ch) {
+            if let Some(id) = n.id {
+                anchors.insert(id, (n.label, ch.slug.clone()));
             }
         }
     }
     anchors
 }
 
-/// For each display equation in order, the label that follows it, if any.
-fn equation_labels(ch: &Chapter) -> Vec<Option<String>> {
-    let events: Vec<Event> = Parser::new_ext(&ch.text, parse::options()).collect();
-    let mut out = Vec::new();
-    for (i, ev) in events.iter().enumerate() {
-        if let Event::DisplayMath(_) = ev {
-            out.push(label_after(ch, events.get(i + 1)));
+/// A `Table: caption {#tab-id}` paragraph right after the markdown table starting at `start`.
+struct TableCaption {
+    id: Option<String>,
+    /// Events of the caption paragraph's content, and the index after the paragraph.
+    inner: Vec<Event<'static>>,
+    end: usize,
+}
+
+fn table_caption(
+    ch: &Chapter,
+    events: &[(Event, std::ops::Range<usize>)],
+    start: usize,
+) -> Option<TableCaption> {
+    let close = start
+        + events[start..]
+            .iter()
+            .position(|(e, _)| matches!(e, Event::End(TagEnd::Table)))?;
+    if !matches!(events.get(close + 1)?.0, Event::Start(Tag::Paragraph)) {
+        return None;
+    }
+    let Event::Text(first) = &events.get(close + 2)?.0 else {
+        return None;
+    };
+    let rest = first.strip_prefix("Table:")?;
+    let para_end = close
+        + 2
+        + events[close + 2..]
+            .iter()
+            .position(|(e, _)| matches!(e, Event::End(TagEnd::Paragraph)))?;
+    let mut inner: Vec<Event<'static>> =
+        vec![Event::Text(CowStr::from(rest.trim_start().to_string()))];
+    inner.extend(
+        events[close + 3..para_end]
+            .iter()
+            .map(|(e, _)| e.clone().into_static()),
+    );
+    let mut id = None;
+    for e in &inner {
+        if let Event::Text(t) = e {
+            for part in t.split(PLACEHOLDER_OPEN).skip(1) {
+                let n: Option<usize> = part
+                    .split(PLACEHOLDER_CLOSE)
+                    .next()
+                    .and_then(|x| x.parse().ok());
+                if let Some(Inline::Label { id: l }) =
+                    n.and_then(|n| ch.inlines.get(n)).map(|x| &x.node)
+                {
+                    id = Some(l.clone());
+                }
+            }
         }
     }
-    out
+    Some(TableCaption {
+        id,
+        inner,
+        end: para_end + 1,
+    })
 }
 
 fn label_after(ch: &Chapter, ev: Option<&Event>) -> Option<String> {
@@ -589,8 +684,8 @@ impl Renderer<'_> {
         let mut out: Vec<Event> = Vec::with_capacity(events.len());
         let mut toc = Vec::new();
         let mut counts = Counts::default();
-        let mut directive_idx = 0;
-        let mut eq_no = 0;
+        let numbers = numbered(ch);
+        let number_at = |offset: usize| numbers.iter().find(|n| n.offset == offset);
         let mut title = ch.title.clone();
         let mut i = 0;
         while i < events.len() {
@@ -644,14 +739,13 @@ impl Renderer<'_> {
                         CodeBlockKind::Indented => String::new(),
                     };
                     let word = info.split_whitespace().next().unwrap_or("");
-                    let html = if matches!(word, "run" | "figure" | "table" | "include")
-                        && directive_idx < ch.directives.len()
-                        && ch.directives[directive_idx].span.range.start
-                            <= self.sources.text(ch.file).len()
-                    {
-                        let d = ch.directives[directive_idx].clone();
-                        directive_idx += 1;
-                        self.directive(ch, &d, &mut counts)
+                    let directive = ch.directive_offsets.iter().position(|&o| o == range.start);
+                    let html = if let Some(k) = directive {
+                        let d = ch.directives[k].clone();
+                        let label = number_at(range.start)
+                            .map(|n| n.label.clone())
+                            .unwrap_or_default();
+                        self.directive(&d, &label, &mut counts)
                     } else if matches!(word, "run" | "figure" | "table" | "include") {
                         String::new() // an invalid directive: already diagnosed
                     } else {
@@ -675,25 +769,50 @@ impl Renderer<'_> {
                         }
                     };
                     if display {
-                        eq_no += 1;
                         counts.equations += 1;
-                        let label = label_after(ch, events.get(i + 1).map(|e| &e.0));
-                        let id = label.map(|l| format!(" id=\"{l}\"")).unwrap_or_default();
-                        out.push(Event::Html(CowStr::from(format!(
-                            "<span class=\"math-display\"{id}>{html}<span class=\"eq-num\">({}.{eq_no})</span></span>",
-                            ch.number
-                        ))));
+                        let n = number_at(range.start);
+                        let id = n
+                            .and_then(|n| n.id.as_ref())
+                            .map(|l| format!(" id=\"{l}\""))
+                            .unwrap_or_default();
+                        let label = n.map(|n| n.label.as_str()).unwrap_or_default();
+                        out.push(Event::Html(CowStr::from(format!("<span class=\"math-display\"{id}>{html}<span class=\"eq-num\">{label}</span></span>"))));
                     } else {
                         out.push(Event::InlineHtml(CowStr::from(html)));
                     }
                 }
                 Event::Start(Tag::Table(_)) => {
-                    out.push(Event::Html(CowStr::from("<div class=\"table-wrap\">")));
-                    out.push(ev.clone());
-                }
-                Event::End(TagEnd::Table) => {
-                    out.push(ev.clone());
-                    out.push(Event::Html(CowStr::from("</div>")));
+                    // A captioned table becomes a numbered figure; its caption paragraph is consumed.
+                    let close = i + events[i..]
+                        .iter()
+                        .position(|(e, _)| matches!(e, Event::End(TagEnd::Table)))
+                        .unwrap_or(0);
+                    let caption = table_caption(ch, &events, i);
+                    let mut body = String::new();
+                    pulldown_cmark::html::push_html(
+                        &mut body,
+                        events[i..=close].iter().map(|(e, _)| e.clone()),
+                    );
+                    let html = match &caption {
+                        Some(cap) => {
+                            counts.tables += 1;
+                            let mut c = String::new();
+                            pulldown_cmark::html::push_html(&mut c, cap.inner.clone().into_iter());
+                            let label = number_at(range.start)
+                                .map(|n| n.label.clone())
+                                .unwrap_or_default();
+                            let id = cap
+                                .id
+                                .as_ref()
+                                .map(|l| format!(" id=\"{l}\""))
+                                .unwrap_or_default();
+                            format!("<figure class=\"table\"{id}>\n<figcaption><span class=\"fig-num\">{label}.</span> {}</figcaption>\n<div class=\"table-wrap\">{body}</div>\n</figure>\n", c.trim())
+                        }
+                        None => format!("<div class=\"table-wrap\">{body}</div>\n"),
+                    };
+                    out.push(Event::Html(CowStr::from(html)));
+                    i = caption.map(|c| c.end).unwrap_or(close + 1);
+                    continue;
                 }
                 _ => out.push(ev.clone()),
             }
@@ -761,8 +880,8 @@ impl Renderer<'_> {
 
     fn directive(
         &mut self,
-        ch: &Chapter,
         d: &parse::Spanned<Directive>,
+        label: &str,
         counts: &mut Counts,
     ) -> String {
         match &d.node {
@@ -774,7 +893,6 @@ impl Renderer<'_> {
             Directive::Figure { id, spec } => {
                 counts.figures += 1;
                 let svg = self.figure(spec, &d.span);
-                let (label, _) = self.anchors.get(id).cloned().unwrap_or_default();
                 let caption = inline_markdown(&spec.caption);
                 match svg {
                     Some(s) => format!(
@@ -787,9 +905,7 @@ impl Renderer<'_> {
             Directive::Table { id, spec } => {
                 counts.tables += 1;
                 let body = self.table(spec, &d.span).unwrap_or_default();
-                let (label, _) = self.anchors.get(id).cloned().unwrap_or_default();
                 let caption = inline_markdown(&spec.caption);
-                let _ = ch;
                 format!("<figure class=\"table\" id=\"{id}\">\n<figcaption><span class=\"fig-num\">{label}.</span> {caption}</figcaption>\n<div class=\"table-wrap\">{body}</div>\n</figure>\n")
             }
         }
@@ -1060,6 +1176,7 @@ impl Renderer<'_> {
                             .compile_expression(expr)
                             .and_then(|c| c.eval(minijinja::context! { run => v.clone() }))
                         {
+                            Ok(x) if x.is_none() => "—".to_string(),
                             Ok(x) if !x.is_undefined() => claims::value_as_text(&x),
                             Ok(_) | Err(_) => {
                                 self.diags.push(Diagnostic::error(Some(span.clone()), format!("cannot evaluate column `{expr}`")).hint("columns are expressions over `run`, e.g. run.train.first_below"));
