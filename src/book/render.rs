@@ -806,7 +806,7 @@ impl Renderer<'_> {
                                 .as_ref()
                                 .map(|l| format!(" id=\"{l}\""))
                                 .unwrap_or_default();
-                            format!("<figure class=\"table\"{id}>\n<figcaption><span class=\"fig-num\">{label}.</span> {}</figcaption>\n<div class=\"table-wrap\">{body}</div>\n</figure>\n", c.trim())
+                            format!("<figure class=\"table\"{id}>\n<figcaption><span class=\"fig-num\">{label}.</span> {}</figcaption>\n<div class=\"table-wrap\">{body}</div>\n</figure>\n", trim_label(c.trim()))
                         }
                         None => format!("<div class=\"table-wrap\">{body}</div>\n"),
                     };
@@ -1246,6 +1246,16 @@ fn claim_html(
         esc(value),
         esc(status)
     )
+}
+
+/// Drops a trailing `{#tab-…}` label placeholder (and the space before it) from a caption.
+fn trim_label(caption: &str) -> String {
+    match caption.rfind(PLACEHOLDER_OPEN) {
+        Some(k) if caption[k..].trim_end().ends_with(PLACEHOLDER_CLOSE) => {
+            format!("{}{}", caption[..k].trim_end(), &caption[k..])
+        }
+        _ => caption.to_string(),
+    }
 }
 
 /// Replaces placeholders with their HTML.
