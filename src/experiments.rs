@@ -8,7 +8,7 @@
 //!   into a `RunConfig` and rejects unknown fields.
 
 use crate::data::Targets;
-use crate::model::{ModelConfig, SoftmaxAxis};
+use crate::config::{ModelConfig, SoftmaxAxis};
 use serde::{Deserialize, Serialize};
 
 /// Everything one run needs, apart from its seed.

@@ -3,11 +3,17 @@
 //! `revtx-book run` and the book build call this binary, one process per run, so runs
 //! execute in parallel, a crash stays inside its run, and the compiler never loads libtorch.
 
+pub use revtx_book::{config, data, experiments, result, rng};
+#[path = "../model/mod.rs"]
+pub mod model;
+#[path = "../train.rs"]
+pub mod train;
+
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use revtx_book::experiments::{parse_seeds, RunConfig, PRESETS};
 use revtx_book::result::{mean_std, RunResult};
-use revtx_book::train::{self, Progress, RunError};
+use train::{Progress, RunError};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -327,12 +333,24 @@ fn exec(spec: &Path, out: &Path, stop: &Arc<AtomicBool>) -> Result<()> {
         tmp.path().join("result.json"),
         serde_json::to_vec(&fin.result)?,
     )?;
+    // The checksum is written last: an entry without one is never trusted.
+    let sum = revtx_book::book::runs::checksum(tmp.path()).context("checksumming the new entry")?;
+    std::fs::write(tmp.path().join("checksum"), sum)?;
     let tmp = tmp.keep();
+    if out.join("checksum").exists() {
+        // Another build produced the same entry meanwhile; runs are deterministic, keep it.
+        std::fs::remove_dir_all(&tmp)?;
+        return Ok(());
+    }
     if out.exists() {
         std::fs::remove_dir_all(out)?;
     }
-    std::fs::rename(&tmp, out)
-        .with_context(|| format!("moving the result into {}", out.display()))?;
+    if let Err(e) = std::fs::rename(&tmp, out) {
+        let _ = std::fs::remove_dir_all(&tmp);
+        if !out.join("checksum").exists() {
+            return Err(e).with_context(|| format!("moving the result into {}", out.display()));
+        }
+    }
     Ok(())
 }
 

@@ -4,8 +4,9 @@
 //! Cache layout: `.revtx-cache/runs/<key>/{result.json, weights.safetensors, checksum}`.
 //! The key hashes the canonical config, the seed, the engine's code fingerprint, the
 //! libtorch version and the result format, so editing `src/model` re-runs everything while
-//! editing prose re-runs nothing. Entries are written to a temp dir and renamed into
-//! place; an entry whose checksum or content does not verify is re-run, never trusted.
+//! editing prose re-runs nothing. The engine writes an entry, checksum last, into a temp
+//! dir and renames it into place; an entry whose checksum or content does not verify is
+//! re-run, never trusted.
 
 use super::diag::{Diagnostic, Span};
 use super::parse::{Book, Directive};
@@ -151,7 +152,8 @@ pub fn cache_key(config: &RunConfig, seed: u64) -> String {
     h.finalize().to_hex()[..24].to_string()
 }
 
-fn checksum(dir: &Path) -> Option<String> {
+/// blake3 over `result.json` and `weights.safetensors` (if present) of an entry.
+pub fn checksum(dir: &Path) -> Option<String> {
     let mut h = blake3::Hasher::new();
     for f in ["result.json", "weights.safetensors"] {
         match std::fs::read(dir.join(f)) {
@@ -405,12 +407,6 @@ fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Di
         let tail = tail.lock().unwrap().join("\n");
         return Err(fail(format!("the engine exited with {status}")).note(tail));
     }
-    let sum = checksum(&dir).ok_or_else(|| fail("the engine wrote no result".into()))?;
-    // The checksum is written last: an entry without one is never trusted.
-    let tmp_sum = dir.join("checksum.tmp");
-    std::fs::write(&tmp_sum, &sum)
-        .and_then(|_| std::fs::rename(&tmp_sum, dir.join("checksum")))
-        .map_err(|e| fail(e.to_string()))?;
     let result = load_entry(&dir, job).map_err(fail)?;
     Ok(Produced {
         result,

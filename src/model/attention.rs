@@ -1,40 +1,8 @@
 //! Scaled dot-product attention as one standalone function, with a switch for each fault
 //! the chapter studies. The chapter includes this file's `attention` anchor verbatim.
 
-use serde::{Deserialize, Serialize};
+pub use crate::config::{AttnOptions, SoftmaxAxis};
 use tch::{Kind, Tensor};
-
-/// Which axis the softmax normalises over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SoftmaxAxis {
-    /// Over keys (the last axis): every row of weights sums to one. Correct.
-    Keys,
-    /// Over queries (the second-last axis): the fault that leaks later tokens.
-    Queries,
-}
-
-/// The switches of `attention`. The correct setting is `AttnOptions::default()`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct AttnOptions {
-    /// Divide scores by √d_k, the head dimension.
-    pub scale: bool,
-    /// The axis the softmax normalises over.
-    pub softmax: SoftmaxAxis,
-    /// Hide later keys from each query.
-    pub causal: bool,
-}
-
-impl Default for AttnOptions {
-    fn default() -> Self {
-        AttnOptions {
-            scale: true,
-            softmax: SoftmaxAxis::Keys,
-            causal: true,
-        }
-    }
-}
 
 // ANCHOR: attention
 /// Attention over the last two axes of `q`, `k`, `v`, each shaped `(..., tokens, d_k)`.

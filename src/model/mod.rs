@@ -1,58 +1,22 @@
 //! The reversal transformer, top to bottom: attention → MLP → block → model.
 //!
+//! This module and `train` are compiled into the `revtx-engine` binary only: the book
+//! compiler never links libtorch. The model's configuration types live in `config`.
+//!
 //! Structs are built with `new(vs, &Config)` and applied with `forward`; VarStore paths
 //! name the parts (`blocks.0.attn.qkv.weight`, ...), which is also how the trained weights
 //! are laid out in the saved safetensors file.
 
 pub mod attention;
 
-pub use attention::{attention, AttnOptions, SoftmaxAxis};
-use serde::{Deserialize, Serialize};
+pub use crate::config::{AttnOptions, ModelConfig, SoftmaxAxis};
+pub use attention::attention;
 use std::sync::Mutex;
 use tch::{nn, nn::Module, Tensor};
 
 /// libtorch's random generator is global to the process; anything that seeds it and then
 /// draws from it (weight initialisation, tests) holds this lock so runs stay reproducible.
 pub static TORCH_RNG: Mutex<()> = Mutex::new(());
-
-/// Shape of the model.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ModelConfig {
-    /// Tokens in the vocabulary: ten letters, the separator and the pad.
-    pub vocab: i64,
-    /// Rows of the learned position table: the longest sequence the model reads.
-    pub positions: i64,
-    /// Width of every token vector (the embedding and the residual stream).
-    pub d_model: i64,
-    /// Attention heads per block; each works in d_model / n_heads dimensions.
-    pub n_heads: i64,
-    /// Transformer blocks stacked on top of the embeddings.
-    pub n_layers: i64,
-    /// Hidden width of each block's MLP.
-    pub d_mlp: i64,
-    /// Switches of the attention function (the faults).
-    pub attn: AttnOptions,
-}
-
-impl ModelConfig {
-    /// The chapter's model: 2 blocks, width 64, 2 heads, 103,244 parameters.
-    pub fn chapter() -> Self {
-        ModelConfig {
-            vocab: 12,
-            positions: 25,
-            d_model: 64,
-            n_heads: 2,
-            n_layers: 2,
-            d_mlp: 256,
-            attn: AttnOptions::default(),
-        }
-    }
-
-    pub fn d_head(&self) -> i64 {
-        self.d_model / self.n_heads
-    }
-}
 
 /// A linear layer initialised as PyTorch's `nn.Linear` is: weights and biases uniform in
 /// ±1/√in. (tch's default draws weights from ±√(6/in), 2.4 times wider, which would make
