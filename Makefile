@@ -29,7 +29,8 @@ test: build
 	tests/browser/setup.sh && node tests/browser/e2e.mjs site --figures 3
 
 bench: build
-	$(BIN) bench
+	scripts/setup-peer.sh
+	$(BIN) bench --suite
 
 clean-site:
 	rm -rf site
