@@ -74,4 +74,3 @@ impl ModelConfig {
         self.d_model / self.n_heads
     }
 }
-

@@ -7,8 +7,8 @@
 //!   the command line): a named base plus any overrides. [`RunSpec::resolve`] turns it
 //!   into a `RunConfig` and rejects unknown fields.
 
-use crate::data::Targets;
 use crate::config::{ModelConfig, SoftmaxAxis};
+use crate::data::Targets;
 use serde::{Deserialize, Serialize};
 
 /// Everything one run needs, apart from its seed.

@@ -13,12 +13,12 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use revtx_book::experiments::{parse_seeds, RunConfig, PRESETS};
 use revtx_book::result::{mean_std, RunResult};
-use train::{Progress, RunError};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
+use train::{Progress, RunError};
 
 #[derive(Parser)]
 #[command(
@@ -337,8 +337,14 @@ fn exec(spec: &Path, out: &Path, stop: &Arc<AtomicBool>) -> Result<()> {
     let sum = revtx_book::book::runs::checksum(tmp.path()).context("checksumming the new entry")?;
     std::fs::write(tmp.path().join("checksum"), sum)?;
     let tmp = tmp.keep();
-    if out.join("checksum").exists() {
-        // Another build produced the same entry meanwhile; runs are deterministic, keep it.
+    // An entry that verifies was produced by another build meanwhile (runs are
+    // deterministic): keep it. Anything else at `out` is stale or corrupt: replace it.
+    let verifies = |dir: &Path| {
+        let want = std::fs::read_to_string(dir.join("checksum")).ok();
+        want.is_some()
+            && want.as_deref().map(str::trim) == revtx_book::book::runs::checksum(dir).as_deref()
+    };
+    if verifies(out) {
         std::fs::remove_dir_all(&tmp)?;
         return Ok(());
     }
@@ -347,7 +353,7 @@ fn exec(spec: &Path, out: &Path, stop: &Arc<AtomicBool>) -> Result<()> {
     }
     if let Err(e) = std::fs::rename(&tmp, out) {
         let _ = std::fs::remove_dir_all(&tmp);
-        if !out.join("checksum").exists() {
+        if !verifies(out) {
             return Err(e).with_context(|| format!("moving the result into {}", out.display()));
         }
     }
