@@ -171,6 +171,15 @@ pub fn check(quoted: &str, value: &Value, tolerance: Option<Tolerance>) -> Verdi
                 Verdict::Drift { recomputed }
             }
         }
+        // A string value is compared as text, even when the quote looks like a number.
+        (Quote::Number { .. }, None) if value.as_str().is_some() && tolerance.is_none() => {
+            let s = value.as_str().unwrap_or_default().to_string();
+            if s == quoted {
+                Verdict::Ok
+            } else {
+                Verdict::Drift { recomputed: s }
+            }
+        }
         (Quote::Number { .. }, None) => Verdict::Mismatch {
             reason: format!(
                 "the quote is a number but the expression gives {}",
@@ -370,8 +379,19 @@ mod tests {
             }
         );
         assert_eq!(check("abc", &Value::from("abc"), None), Verdict::Ok);
-        assert!(matches!(
+        assert_eq!(
             check("12", &Value::from("x"), None),
+            Verdict::Drift {
+                recomputed: "x".into()
+            }
+        );
+        assert_eq!(
+            check("8", &Value::from("8"), None),
+            Verdict::Ok,
+            "a string value is compared as text"
+        );
+        assert!(matches!(
+            check("12", &Value::from(()), None),
             Verdict::Mismatch { .. }
         ));
     }
