@@ -562,6 +562,8 @@ try {
           }
         });
         const lines = drawn.filter((el) => /^(path|polyline|line|polygon)$/.test(el.tagName));
+        // A heatmap is drawn as filled cells rather than lines.
+        const cells = drawn.filter((el) => el.tagName === "rect");
         // Is the middle of the plot really the plot (not covered by something)?
         const hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
         return {
@@ -572,6 +574,7 @@ try {
           overflowRight: Math.round(r.right - document.documentElement.clientWidth),
           drawn: drawn.length,
           lines: lines.length,
+          cells: cells.length,
           texts: drawn.filter((el) => el.tagName === "text").length,
           covered: !(hit && (hit === svg || svg.contains(hit) || f.contains(hit))),
           caption: !!f.querySelector("figcaption"),
@@ -587,13 +590,14 @@ try {
       else {
         if (f.w < 50 || f.h < 50) problems.push(`${f.name}: svg box is ${f.w}x${f.h}`);
         if (f.hidden) problems.push(`${f.name}: svg is hidden`);
-        if (f.drawn < 3 || f.lines < 1) problems.push(`${f.name}: only ${f.drawn} drawn elements (${f.lines} lines/paths)`);
+        if (f.drawn < 3 || (f.lines < 1 && f.cells < 10))
+          problems.push(`${f.name}: only ${f.drawn} drawn elements (${f.lines} lines/paths, ${f.cells} cells)`);
         if (f.overflowRight > 1) problems.push(`${f.name}: sticks out ${f.overflowRight}px past the window`);
         if (f.covered) problems.push(`${f.name}: its centre is covered by another element`);
       }
     }
     if (problems.length) fail(problems[0], problems);
-    return figs.map((f) => `${f.name}: ${f.w}x${f.h}px, ${f.drawn} drawn elements (${f.lines} lines/paths, ${f.texts} labels)${f.caption ? ", captioned" : ""}`);
+    return figs.map((f) => `${f.name}: ${f.w}x${f.h}px, ${f.drawn} drawn elements (${f.lines} lines/paths, ${f.cells} cells, ${f.texts} labels)${f.caption ? ", captioned" : ""}`);
   });
 
   await check(CHECKS[3], async () => {
