@@ -128,19 +128,9 @@ fn replace_black(line: &str) -> String {
     out
 }
 
+/// XML escaping for text and attributes: the same rules as the page's HTML.
 fn escape_xml(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            c => out.push(c),
-        }
-    }
-    out
+    super::render::esc(s)
 }
 
 /// Two significant digits; scientific (`5.6e-5`) below 1e-3 or from 1e5.

@@ -153,7 +153,8 @@ pub fn context(results: &Results) -> Value {
     Value::from_serialize(serde_json::Value::Object(map))
 }
 
-fn esc(s: &str) -> String {
+/// Escapes text for HTML (and XML) content and attribute values.
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {

@@ -281,7 +281,7 @@ fn run_jobs(
     }
     let _ = std::fs::create_dir_all(runs_dir);
     jobs.sort_by_key(|j| std::cmp::Reverse(cost(&j.config)));
-    let queue = Arc::new(Mutex::new(jobs));
+    let queue = Arc::new(Mutex::new(std::collections::VecDeque::from(jobs)));
     type Outcomes = Vec<Result<(Job, Produced), Diagnostic>>;
     let out: Arc<Mutex<Outcomes>> = Arc::new(Mutex::new(Vec::new()));
     let workers = opts.jobs.max(1);
@@ -289,7 +289,7 @@ fn run_jobs(
         for _ in 0..workers {
             let (queue, out) = (queue.clone(), out.clone());
             s.spawn(move || loop {
-                let Some(job) = queue.lock().unwrap().pop_front_like() else {
+                let Some(job) = queue.lock().unwrap().pop_front() else {
                     break;
                 };
                 let r = run_one(&job, runs_dir, opts);
@@ -305,15 +305,6 @@ fn run_jobs(
         }
     }
     done
-}
-
-trait PopFront {
-    fn pop_front_like(&mut self) -> Option<Job>;
-}
-impl PopFront for Vec<Job> {
-    fn pop_front_like(&mut self) -> Option<Job> {
-        (!self.is_empty()).then(|| self.remove(0))
-    }
 }
 
 /// Rough cost of a run, to start the long ones first.
