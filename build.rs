@@ -1,18 +1,13 @@
 //! Build script: two jobs.
 //! 1. Give the binary an rpath to libtorch's lib dir, so it starts without LD_LIBRARY_PATH.
-//! 2. Fingerprint the source that decides what a training run computes (model, data,
-//!    training, experiment configs). The run cache keys on it, so editing that code
+//! 2. Compile the engine's C++ shim (oneDNN linear layers) against libtorch.
+//! 3. Fingerprint the source that decides what a run computes: everything under
+//!    `src/engine/` and the engine binary. The run cache keys on it, so editing that code
 //!    re-runs the experiments, while editing the book compiler does not.
 use std::path::{Path, PathBuf};
 
-/// Files whose content changes what a run computes.
-const RUN_SOURCES: &[&str] = &[
-    "src/model",
-    "src/data.rs",
-    "src/train.rs",
-    "src/experiments.rs",
-    "src/rng.rs",
-];
+/// Source whose content decides what a run computes: walked, not listed file by file.
+const ENGINE_SOURCES: &[&str] = &["src/engine", "src/bin/revtx-engine.rs"];
 
 fn main() {
     let root = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
@@ -24,12 +19,13 @@ fn main() {
         let version = std::fs::read_to_string(Path::new(&lt).join("build-version"))
             .unwrap_or_else(|_| "unknown".into());
         println!("cargo:rustc-env=REVTX_LIBTORCH_VERSION={}", version.trim());
+        compile_dnn_shim(Path::new(&lt));
     } else {
         println!("cargo:rustc-env=REVTX_LIBTORCH_VERSION=unknown");
     }
 
     let mut files = Vec::new();
-    for rel in RUN_SOURCES {
+    for rel in ENGINE_SOURCES {
         let p = root.join(rel);
         println!("cargo:rerun-if-changed={}", p.display());
         collect(&p, &mut files);
@@ -40,7 +36,7 @@ fn main() {
         let rel = f.strip_prefix(&root).unwrap();
         h.update(rel.to_string_lossy().as_bytes());
         h.update(&[0]);
-        h.update(&std::fs::read(f).unwrap());
+        h.update(&without_tests(f, &std::fs::read(f).unwrap()));
         h.update(&[0]);
     }
     let hex = h.finalize().to_hex();
@@ -52,7 +48,45 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(p).unwrap() {
             collect(&e.unwrap().path(), out);
         }
-    } else if p.is_file() && p.extension().is_some_and(|e| e == "rs") {
+    } else if p.is_file() {
         out.push(p.to_path_buf());
     }
+}
+
+/// Compiles `src/engine/model/kernels.cpp`, the engine's matrix products, against libtorch's headers,
+/// with the flags torch-sys uses for its own C++.
+fn compile_dnn_shim(libtorch: &Path) {
+    println!("cargo:rerun-if-changed=src/engine/model/kernels.cpp");
+    let include = libtorch.join("include");
+    cc::Build::new()
+        .cpp(true)
+        .pic(true)
+        .warnings(false)
+        .include(&include)
+        .include(include.join("torch/csrc/api/include"))
+        .flag("-std=c++17")
+        .flag("-D_GLIBCXX_USE_CXX11_ABI=1")
+        .flag("-DGLOG_USE_GLOG_EXPORT")
+        // The attention products' order of operations is the source's: no contraction
+        // into fused multiply-adds, whatever the compiler's default.
+        .flag("-ffp-contract=off")
+        .file("src/engine/model/kernels.cpp")
+        .compile("revtx_kernels");
+    println!(
+        "cargo:rustc-link-search=native={}",
+        libtorch.join("lib").display()
+    );
+    println!("cargo:rustc-link-lib=dylib=torch_cpu");
+    println!("cargo:rustc-link-lib=dylib=c10");
+}
+
+/// A Rust file's content up to its test module (`#[cfg(test)]` at the start of a line, by
+/// convention the file's end): editing a unit test does not invalidate every cached run.
+fn without_tests(path: &Path, bytes: &[u8]) -> Vec<u8> {
+    if path.extension().is_none_or(|e| e != "rs") {
+        return bytes.to_vec();
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let end = text.find("\n#[cfg(test)]").map_or(text.len(), |i| i + 1);
+    text[..end].as_bytes().to_vec()
 }

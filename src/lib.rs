@@ -1,15 +1,10 @@
 //! revtx-book: an executable textbook chapter.
 //!
-//! The engine (`src/model`, `src/train.rs`) trains the chapter's transformer with
-//! libtorch; it is compiled into its own binary, `revtx-engine`, from the types here
-//! (`config`, `data`, `experiments`, `result`, `rng`). The compiler (`book`) turns
-//! the markdown chapter into a static site and checks every quoted figure against the run
-//! it came from; the `revtx-book` binary never calls into libtorch, so a warm build does
-//! not pay for loading it.
+//! - [`engine`] trains the chapter's transformer with libtorch. It runs in its own binary,
+//!   `revtx-engine`, one process per run; it knows nothing of the compiler.
+//! - [`book`] is the compiler: it turns the markdown chapter into a static site and checks
+//!   every quoted figure against the run it came from. The `revtx-book` binary reads the
+//!   engine's plain types but never calls into libtorch, so a warm build does not load it.
 
 pub mod book;
-pub mod config;
-pub mod data;
-pub mod experiments;
-pub mod result;
-pub mod rng;
+pub mod engine;

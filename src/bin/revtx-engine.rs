@@ -2,23 +2,30 @@
 //!
 //! `revtx-book run` and the book build call this binary, one process per run, so runs
 //! execute in parallel, a crash stays inside its run, and the compiler never loads libtorch.
+//! Every command first enters its numeric profile, before libtorch does any work.
 
-pub use revtx_book::{config, data, experiments, result, rng};
-#[path = "../model/mod.rs"]
-pub mod model;
-#[path = "../train.rs"]
-pub mod train;
+// Counts and step rates are far below 2^52: the casts to f64 lose nothing here.
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::many_single_char_names,
+    clippy::doc_markdown
+)]
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use revtx_book::experiments::{parse_seeds, RunConfig, PRESETS};
-use revtx_book::result::{mean_std, RunResult};
+use revtx_book::engine::entry::{self, ExecRequest};
+use revtx_book::engine::experiments::{parse_seeds, RunConfig, PRESETS};
+use revtx_book::engine::profile::{Platform, Profile};
+use revtx_book::engine::result::{mean_std, RunResult};
+use revtx_book::engine::train::{self, Progress, RunError};
+use revtx_book::engine::{numerics, CODE_FINGERPRINT};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
-use train::{Progress, RunError};
 
 #[derive(Parser)]
 #[command(
@@ -42,15 +49,33 @@ enum Cmd {
         /// Intra-op threads.
         #[arg(long, default_value_t = 1)]
         threads: usize,
+        /// Numeric profile: `portable` (the book's) or `native` (libtorch's own choice).
+        #[arg(long, default_value = "portable", value_parser = parse_profile)]
+        profile: Profile,
+        /// Only measure the sgemm peak (1024³, best of five).
+        #[arg(long)]
+        sgemm_only: bool,
     },
-    /// Run one resolved config (JSON `{ "config": ..., "seed": N }`) and write
-    /// `result.json` and `weights.safetensors` into a new directory OUT.
+    /// Run one request (JSON, see `ExecRequest`) and write its cache entry into OUT.
     Exec {
         #[arg(long)]
-        spec: PathBuf,
+        request: PathBuf,
         #[arg(long)]
         out: PathBuf,
     },
+    /// Print this machine's numerics fingerprint under a profile (JSON).
+    Numerics {
+        #[arg(long, default_value = "portable", value_parser = parse_profile)]
+        profile: Profile,
+        /// Run MKL in this branch instead of the profile's (AUTO, COMPATIBLE, SSE4_2, ...):
+        /// digests that do not change with it prove that no result passes through MKL.
+        #[arg(long)]
+        mkl_cbwr: Option<String>,
+    },
+}
+
+fn parse_profile(s: &str) -> Result<Profile, String> {
+    Profile::parse(s).ok_or_else(|| format!("unknown profile `{s}` (portable, native)"))
 }
 
 #[derive(clap::Args)]
@@ -75,9 +100,38 @@ pub struct RunArgs {
     /// Save the trained weights (safetensors) here.
     #[arg(long)]
     save: Option<PathBuf>,
+    /// Numeric profile: `portable` (the book's) or `native` (libtorch's own choice).
+    #[arg(long, default_value = "portable", value_parser = parse_profile)]
+    profile: Profile,
 }
 
 fn main() {
+    let cli = Cli::parse();
+    // The profile is entered first: libtorch reads its settings on first use.
+    let profile = match &cli.cmd {
+        Cmd::Run(a) => Ok(a.profile),
+        Cmd::Bench { profile, .. } | Cmd::Numerics { profile, .. } => Ok(*profile),
+        Cmd::Exec { request, .. } => read_request(request).map(|r| r.profile),
+    };
+    let entered = profile.and_then(|p| {
+        if p == Profile::Portable {
+            if let Some(why) = Platform::this().unsupported(p) {
+                bail!("{why}");
+            }
+        }
+        match &cli.cmd {
+            Cmd::Numerics {
+                mkl_cbwr: Some(branch),
+                ..
+            } => numerics::enter_with_mkl_branch(p, branch),
+            _ => numerics::enter(p),
+        }
+        .map_err(anyhow::Error::msg)
+    });
+    if let Err(e) = entered {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     let s = stop.clone();
     let _ = ctrlc::set_handler(move || {
@@ -85,11 +139,20 @@ fn main() {
             std::process::exit(130);
         }
     });
-    let cli = Cli::parse();
     let res = match cli.cmd {
         Cmd::Run(a) => run_cmd(a, &stop),
-        Cmd::Exec { spec, out } => exec(&spec, &out, &stop),
-        Cmd::Bench { steps, threads } => bench(steps, threads),
+        Cmd::Exec { request, out } => exec(&request, &out, &stop),
+        Cmd::Bench {
+            steps,
+            threads,
+            profile,
+            sgemm_only,
+        } => bench(steps, threads, profile, sgemm_only),
+        Cmd::Numerics { profile, .. } => {
+            let f = numerics::probe(profile);
+            println!("{}", serde_json::to_string(&f).unwrap_or_default());
+            Ok(())
+        }
     };
     if let Err(e) = res {
         let interrupted = e
@@ -305,63 +368,34 @@ fn print_spread(rs: &[RunResult]) {
     }
 }
 
-/// Runs one resolved spec and writes its outputs into `out`, atomically: everything goes
-/// into a sibling temp directory that is renamed into place only once complete.
-fn exec(spec: &Path, out: &Path, stop: &Arc<AtomicBool>) -> Result<()> {
-    #[derive(serde::Deserialize)]
-    struct Spec {
-        config: RunConfig,
-        seed: u64,
-        label: String,
-    }
+fn read_request(path: &Path) -> Result<ExecRequest> {
     let text =
-        std::fs::read_to_string(spec).with_context(|| format!("reading {}", spec.display()))?;
-    let s: Spec = serde_json::from_str(&text).context("parsing the run spec")?;
-    let mut rep = Reporter::new(&s.label, s.config.train.steps, stop.clone());
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).context("parsing the run request")
+}
+
+/// Runs one request and writes its cache entry into `out` (see `entry::write`).
+fn exec(request: &Path, out: &Path, stop: &Arc<AtomicBool>) -> Result<()> {
+    let req = read_request(request)?;
+    let mut rep = Reporter::new(&req.label, req.config.train.steps, stop.clone());
     rep.bar = None; // the parent process owns the terminal
-    rep.every = (s.config.train.steps / 4).max(1);
-    let fin = train::run(&s.config, s.seed, &mut rep)?;
-    let parent = out.parent().context("output directory has no parent")?;
-    std::fs::create_dir_all(parent)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".tmp-run-")
-        .tempdir_in(parent)?;
-    if let Some(vs) = &fin.weights {
-        vs.save(tmp.path().join("weights.safetensors"))?;
-    }
-    std::fs::write(
-        tmp.path().join("result.json"),
-        serde_json::to_vec(&fin.result)?,
-    )?;
-    // The checksum is written last: an entry without one is never trusted.
-    let sum = revtx_book::book::runs::checksum(tmp.path()).context("checksumming the new entry")?;
-    std::fs::write(tmp.path().join("checksum"), sum)?;
-    let tmp = tmp.keep();
-    // An entry that verifies was produced by another build meanwhile (runs are
-    // deterministic): keep it. Anything else at `out` is stale or corrupt: replace it.
-    let verifies = |dir: &Path| {
-        let want = std::fs::read_to_string(dir.join("checksum")).ok();
-        want.is_some()
-            && want.as_deref().map(str::trim) == revtx_book::book::runs::checksum(dir).as_deref()
-    };
-    if verifies(out) {
-        std::fs::remove_dir_all(&tmp)?;
-        return Ok(());
-    }
-    if out.exists() {
-        std::fs::remove_dir_all(out)?;
-    }
-    if let Err(e) = std::fs::rename(&tmp, out) {
-        let _ = std::fs::remove_dir_all(&tmp);
-        if !verifies(out) {
-            return Err(e).with_context(|| format!("moving the result into {}", out.display()));
+    rep.every = (req.config.train.steps / 4).max(1);
+    let fin = train::run(&req.config, req.seed, &mut rep)?;
+    entry::write(out, |dir| {
+        if let Some(vs) = &fin.weights {
+            vs.save(dir.join(entry::WEIGHTS_FILE))
+                .map_err(std::io::Error::other)?;
         }
-    }
-    Ok(())
+        std::fs::write(
+            dir.join(entry::RESULT_FILE),
+            serde_json::to_vec(&fin.result).map_err(std::io::Error::other)?,
+        )
+    })
+    .with_context(|| format!("writing the cache entry {}", out.display()))
 }
 
 /// Throughput of the reference training loop, and the sgemm peak it is measured against.
-fn bench(steps: usize, threads: usize) -> Result<()> {
+fn bench(steps: usize, threads: usize, profile: Profile, sgemm_only: bool) -> Result<()> {
     use tch::{Kind, Tensor};
     tch::set_num_threads(threads as i32);
     // sgemm peak: best of several 1024³ products.
@@ -377,6 +411,13 @@ fn bench(steps: usize, threads: usize) -> Result<()> {
         best = best.min(t.elapsed().as_secs_f64());
     }
     let sgemm_gflops = 2.0 * (n as f64).powi(3) / best / 1e9;
+    if sgemm_only {
+        println!(
+            "{}",
+            serde_json::json!({ "sgemm_peak_gflops": sgemm_gflops, "profile": profile.id() })
+        );
+        return Ok(());
+    }
 
     let mut cfg = RunConfig::reference();
     cfg.train.steps = steps;
@@ -384,20 +425,15 @@ fn bench(steps: usize, threads: usize) -> Result<()> {
     cfg.eval.test_size = 1;
     cfg.eval.long_size = 1;
     let fin = train::run(&cfg, 0, &mut train::Quiet)?;
-    let sps = fin.result.env.steps_per_second;
-    // FLOPs actually executed per step: the engine trims trailing pads, so a batch of
-    // lengths 3..8 runs at 2*8+1 = 17 columns. Matmul weights: 6 flops per weight per token
-    // (forward + backward); attention: QK^T and AV, 4*T^2*d per layer forward, x3.
-    let m = &cfg.model;
-    let t = (2 * cfg.data.max_len + 1) as f64;
-    let tokens = cfg.train.batch_size as f64 * t;
-    let weights = (m.n_layers
-        * (m.d_model * 3 * m.d_model + m.d_model * m.d_model + 2 * m.d_model * m.d_mlp)
-        + m.d_model * m.vocab) as f64;
-    let attn =
-        3.0 * 4.0 * cfg.train.batch_size as f64 * t * t * m.d_model as f64 * m.n_layers as f64;
-    let gflop_per_step = (6.0 * weights * tokens + attn) / 1e9;
+    let env = &fin.result.env;
+    let sps = env.steps_per_second;
+    // FLOPs actually executed per step (the engine trims trailing pads: a batch of
+    // lengths 3..8 runs at 2*8+1 = 17 columns); see `RunConfig::flop_per_step`.
+    let gflop_per_step = cfg.flop_per_step() / 1e9;
+    let p = env.phases;
     let report = serde_json::json!({
+        "profile": profile.id(),
+        "engine": CODE_FINGERPRINT,
         "threads": threads,
         "steps": steps,
         "steps_per_second": sps,
@@ -406,6 +442,12 @@ fn bench(steps: usize, threads: usize) -> Result<()> {
         "training_gflops": gflop_per_step * sps,
         "sgemm_peak_gflops": sgemm_gflops,
         "share_of_peak": gflop_per_step * sps / sgemm_gflops,
+        "phases_ms_per_step": {
+            "data": 1e3 * p.data / steps as f64,
+            "forward": 1e3 * p.forward / steps as f64,
+            "backward": 1e3 * p.backward / steps as f64,
+            "optimizer": 1e3 * p.optimizer / steps as f64,
+        },
     });
     println!("{report}");
     Ok(())

@@ -1,7 +1,8 @@
 //! Scaled dot-product attention as one standalone function, with a switch for each fault
 //! the chapter studies. The chapter includes this file's `attention` anchor verbatim.
 
-pub use crate::config::{AttnOptions, SoftmaxAxis};
+use super::kernels::matmul;
+pub use crate::engine::config::{AttnOptions, SoftmaxAxis};
 use tch::{Kind, Tensor};
 
 // ANCHOR: attention
@@ -9,7 +10,7 @@ use tch::{Kind, Tensor};
 /// Returns the output `(..., tokens, d_k)` and the weights `(..., queries, keys)`.
 pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: AttnOptions) -> (Tensor, Tensor) {
     let d_k = *q.size().last().unwrap() as f64;
-    let mut scores = q.matmul(&k.transpose(-2, -1)); // (..., queries, keys)
+    let mut scores = matmul(q, &k.transpose(-2, -1)); // (..., queries, keys)
     if opts.scale {
         scores /= d_k.sqrt();
     }
@@ -24,7 +25,7 @@ pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: AttnOptions) -> (Tens
         SoftmaxAxis::Queries => -2, // the fault: each key's weights sum to one
     };
     let weights = scores.softmax(axis, scores.kind());
-    (weights.matmul(v), weights)
+    (matmul(&weights, v), weights)
 }
 // ANCHOR_END: attention
 
@@ -58,7 +59,7 @@ mod tests {
 
     #[test]
     fn rows_sum_to_one_and_mask_is_exact_zero() {
-        let _g = crate::model::TORCH_RNG.lock().unwrap();
+        let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
         tch::manual_seed(5);
         let q = Tensor::randn([2, 3, 7, 8], (Kind::Float, tch::Device::Cpu));
         let (_, w) = attention(&q, &q, &q, AttnOptions::default());

@@ -8,8 +8,9 @@
 //! are laid out in the saved safetensors file.
 
 pub mod attention;
+pub mod kernels;
 
-pub use crate::config::{AttnOptions, ModelConfig, SoftmaxAxis};
+pub use crate::engine::config::{AttnOptions, ModelConfig, SoftmaxAxis};
 pub use attention::attention;
 use std::sync::Mutex;
 use tch::{nn, nn::Module, Tensor};
@@ -18,16 +19,35 @@ use tch::{nn, nn::Module, Tensor};
 /// draws from it (weight initialisation, tests) holds this lock so runs stay reproducible.
 pub static TORCH_RNG: Mutex<()> = Mutex::new(());
 
+/// A linear layer, `x @ w^T + b` (see `kernels::linear`).
+#[derive(Debug)]
+pub struct Linear {
+    pub ws: Tensor,
+    pub bs: Tensor,
+}
+
+impl Linear {
+    pub fn from_parts(ws: Tensor, bs: Tensor) -> Self {
+        Linear { ws, bs }
+    }
+}
+
+impl Module for Linear {
+    fn forward(&self, x: &Tensor) -> Tensor {
+        kernels::linear(x, &self.ws, &self.bs)
+    }
+}
+
 /// A linear layer initialised as PyTorch's `nn.Linear` is: weights and biases uniform in
 /// ±1/√in. (tch's default draws weights from ±√(6/in), 2.4 times wider, which would make
 /// the untrained model confidently wrong instead of evenly unsure.)
-fn linear(vs: nn::Path, in_dim: i64, out_dim: i64) -> nn::Linear {
+fn linear(vs: nn::Path, in_dim: i64, out_dim: i64) -> Linear {
     let bound = 1.0 / (in_dim as f64).sqrt();
     let init = nn::Init::Uniform {
         lo: -bound,
         up: bound,
     };
-    nn::linear(
+    let l = nn::linear(
         vs,
         in_dim,
         out_dim,
@@ -36,14 +56,15 @@ fn linear(vs: nn::Path, in_dim: i64, out_dim: i64) -> nn::Linear {
             bs_init: Some(init),
             bias: true,
         },
-    )
+    );
+    Linear::from_parts(l.ws, l.bs.expect("created with a bias"))
 }
 
 /// Multi-head causal self-attention: one Linear makes q, k and v, one mixes the heads.
 #[derive(Debug)]
 pub struct MultiHeadAttention {
-    qkv: nn::Linear,
-    out: nn::Linear,
+    qkv: Linear,
+    out: Linear,
     n_heads: i64,
     opts: AttnOptions,
 }
@@ -73,13 +94,22 @@ impl MultiHeadAttention {
         (self.out.forward(&y), w)
     }
     // ANCHOR_END: heads
+
+    /// The raw scores `q · k` of every head, before any division: `(batch, heads, t, t)`.
+    pub fn raw_scores(&self, x: &Tensor) -> Tensor {
+        let (b, t, d) = x.size3().unwrap();
+        let (h, d_k) = (self.n_heads, d / self.n_heads);
+        let qkv = self.qkv.forward(x).split(d, -1);
+        let heads = |z: &Tensor| z.view([b, t, h, d_k]).transpose(1, 2); // (batch, heads, tokens, d_k)
+        kernels::matmul(&heads(&qkv[0]), &heads(&qkv[1]).transpose(-2, -1))
+    }
 }
 
 /// The position-wise feed-forward network: d_model → d_mlp → d_model with GELU.
 #[derive(Debug)]
 pub struct Mlp {
-    up: nn::Linear,
-    down: nn::Linear,
+    up: Linear,
+    down: Linear,
 }
 
 impl Mlp {
@@ -132,7 +162,7 @@ pub struct Transformer {
     pub pos: nn::Embedding,
     blocks: Vec<Block>,
     ln_f: nn::LayerNorm,
-    head: nn::Linear,
+    head: Linear,
 }
 
 impl Transformer {
@@ -147,6 +177,21 @@ impl Transformer {
             ln_f: nn::layer_norm(&vs / "ln_f", vec![cfg.d_model], Default::default()),
             head: linear(&vs / "head", cfg.d_model, cfg.vocab),
         }
+    }
+
+    /// Each block's raw attention scores and weights for `idx` (see `raw_scores`).
+    pub fn raw_scores(&self, idx: &Tensor) -> (Vec<Tensor>, Vec<Tensor>) {
+        let t = idx.size()[1];
+        let positions = Tensor::arange(t, (tch::Kind::Int64, idx.device()));
+        let mut x = self.tok.forward(idx) + self.pos.forward(&positions);
+        let (mut scores, mut weights) = (Vec::new(), Vec::new());
+        for block in &self.blocks {
+            scores.push(block.attn.raw_scores(&block.ln1.forward(&x)));
+            let (y, w) = block.forward(&x);
+            x = y;
+            weights.push(w);
+        }
+        (scores, weights)
     }
 
     /// `idx: (batch, tokens)` of token ids → logits `(batch, tokens, vocab)` and each

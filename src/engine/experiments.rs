@@ -7,8 +7,8 @@
 //!   the command line): a named base plus any overrides. [`RunSpec::resolve`] turns it
 //!   into a `RunConfig` and rejects unknown fields.
 
-use crate::config::{ModelConfig, SoftmaxAxis};
-use crate::data::Targets;
+use crate::engine::config::{ModelConfig, SoftmaxAxis};
+use crate::engine::data::Targets;
 use serde::{Deserialize, Serialize};
 
 /// Everything one run needs, apart from its seed.
@@ -136,6 +136,102 @@ impl RunConfig {
                 variance_samples: 100_000,
             },
         }
+    }
+
+    /// Checks what the engine would otherwise fail on mid-run. The message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let (m, d, t, e) = (&self.model, &self.data, &self.train, &self.eval);
+        let need = |ok: bool, msg: &str| if ok { Ok(()) } else { Err(msg.to_string()) };
+        need(
+            m.vocab == crate::engine::data::VOCAB,
+            "model.vocab must be 12: ten letters, the separator and the pad",
+        )?;
+        need(
+            m.n_heads > 0 && m.d_model > 0 && m.d_model % m.n_heads == 0,
+            "model.d_model must be a positive multiple of model.n_heads",
+        )?;
+        need(
+            m.n_layers > 0 && m.d_mlp > 0,
+            "model.n_layers and model.d_mlp must be positive",
+        )?;
+        let lengths_ok = |lo: usize, hi: usize| lo >= 1 && lo <= hi;
+        need(
+            lengths_ok(d.min_len, d.max_len),
+            "data.min_len must be at least 1 and at most data.max_len",
+        )?;
+        need(
+            lengths_ok(e.test_min_len, e.test_max_len)
+                && lengths_ok(e.long_min_len, e.long_max_len),
+            "eval lengths must be at least 1, each minimum at most its maximum",
+        )?;
+        let longest = d.max_len.max(e.test_max_len).max(e.long_max_len);
+        need(
+            2 * longest < m.positions as usize,
+            "the longest string and its reversal must fit in model.positions",
+        )?;
+        need(
+            t.steps > 0 && t.batch_size > 0,
+            "train.steps and train.batch_size must be positive",
+        )?;
+        need(
+            t.block > 0 && t.window > 0,
+            "train.block and train.window must be positive",
+        )?;
+        need(t.threads > 0, "train.threads must be positive")?;
+        let letters =
+            |s: &str| crate::engine::data::parse_letters(s).is_some_and(|l| !l.is_empty());
+        need(
+            letters(&e.attention_input) && 2 * e.attention_input.len() < m.positions as usize,
+            "eval.attention_input must be letters a-j that fit, with their reversal, in model.positions",
+        )?;
+        need(
+            e.decode
+                .iter()
+                .all(|s| letters(s) && 2 * s.len() < m.positions as usize),
+            "eval.decode strings must be letters a-j that fit in model.positions",
+        )?;
+        need(
+            self.kind != RunKind::DotVariance
+                || (e.variance_samples > 1 && e.variance_dims.iter().all(|&x| x > 0)),
+            "eval.variance_samples must exceed 1 and eval.variance_dims be positive",
+        )?;
+        Ok(())
+    }
+
+    /// Columns a training batch runs at: the engine cuts each batch after its last real
+    /// token when the mask allows it (causal, softmax over keys), and strings at a random
+    /// offset may reach the last position.
+    pub fn trained_width(&self) -> usize {
+        let m = &self.model;
+        let all = m.positions as usize;
+        let trimmed = m.attn.causal && m.attn.softmax == SoftmaxAxis::Keys;
+        if trimmed && !self.data.random_offset {
+            (2 * self.data.max_len + 1).min(all)
+        } else {
+            all
+        }
+    }
+
+    /// Floating-point operations of one training step (forward and backward): six per
+    /// weight of every linear layer and token, and the two attention products, 4·t²·d per
+    /// sequence and layer forward, three times that with the backward pass. Probes: 0.
+    pub fn flop_per_step(&self) -> f64 {
+        if self.kind != RunKind::Train {
+            return 0.0;
+        }
+        let m = &self.model;
+        let t = self.trained_width() as f64;
+        let b = self.train.batch_size as f64;
+        let (d, mlp) = (m.d_model as f64, m.d_mlp as f64);
+        let weights =
+            m.n_layers as f64 * (3.0 * d * d + d * d + 2.0 * d * mlp) + d * m.vocab as f64;
+        let attention = 3.0 * 4.0 * b * t * t * d * m.n_layers as f64;
+        6.0 * weights * b * t + attention
+    }
+
+    /// Floating-point operations of the whole training run.
+    pub fn flop(&self) -> f64 {
+        self.flop_per_step() * self.train.steps as f64
     }
 
     /// The named experiments, each one change from the reference (or a probe).

@@ -1,11 +1,12 @@
 //! What a run produces. Plain serde types with no libtorch, so the book compiler can read
 //! results from the cache without loading libtorch.
 
-use crate::experiments::RunConfig;
+use crate::engine::experiments::RunConfig;
+use crate::engine::profile::{self, Platform};
 use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the layout of a result changes; part of the run-cache key.
-pub const RESULT_FORMAT: u32 = 1;
+pub const RESULT_FORMAT: u32 = 2;
 
 /// The result of one run at one seed.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -52,6 +53,28 @@ pub struct TrainResult {
     pub data: DataStats,
     /// Two training examples as the model sees them (the first two of the first batch).
     pub examples: Vec<Example>,
+    /// How peaked attention is, before the first update and after the last.
+    pub saturation: Saturation,
+}
+
+/// Attention's sharpness on the test strings (teacher-forced), per layer, over every
+/// head, query row with at least two visible keys, and visible key.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Saturation {
+    pub initial: AttnStats,
+    #[serde(rename = "final")]
+    pub last: AttnStats,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AttnStats {
+    /// Standard deviation of the raw scores q.k, before any division, per layer.
+    pub score_sd: Vec<f64>,
+    /// Mean over rows of the largest weight, per layer.
+    pub max_weight: Vec<f64>,
+    /// Mean row entropy in nats, per layer, and what uniform rows would give.
+    pub entropy: Vec<f64>,
+    pub uniform_entropy: f64,
 }
 
 /// Exact-match accuracy of greedy decoding.
@@ -68,6 +91,9 @@ pub struct Eval {
     pub unseen_correct: usize,
     /// A few wrong answers, for the reader: `input → output`.
     pub misses: Vec<String>,
+    /// Every input of the set and the model's greedy output for it, in order.
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -154,6 +180,19 @@ pub struct WorkedExample {
     pub scores: Vec<f64>,
     pub weights: Vec<f64>,
     pub output: Vec<f64>,
+    /// The same example with its scores multiplied by sqrt(d_k), as if the division were
+    /// left out at head width d_k.
+    pub sharpening: Vec<Sharpening>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Sharpening {
+    pub d_k: i64,
+    pub factor: f64,
+    pub weights: Vec<f64>,
+    pub max_weight: f64,
+    /// Entropy of the weights, in nats (ln 4 = 1.386 for four equal weights).
+    pub entropy: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -167,30 +206,62 @@ pub struct DotVariance {
     pub sqrt_dim: f64,
 }
 
-/// Facts about where and how long a run ran. Not part of determinism checks.
+/// Facts about where and how long a run ran. Not part of determinism checks, except the
+/// profile, which is also part of the cache key.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RunEnv {
+    /// The numeric profile the run computed under (`portable-avx2-v1`, `native`).
+    pub profile: String,
     pub threads: usize,
     pub libtorch: String,
+    /// The CPU's model name, vendor and vector extensions.
     pub cpu: String,
+    pub vendor: String,
+    pub isa: String,
     pub code_fingerprint: String,
     pub train_seconds: f64,
     pub eval_seconds: f64,
     pub steps_per_second: f64,
+    /// Where the training time went, summed over the steps.
+    #[serde(default)]
+    pub phases: StepPhases,
     pub started_unix: u64,
 }
 
-/// The CPU model name from /proc/cpuinfo, or "unknown".
-pub fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split_once(':'))
-                .map(|(_, v)| v.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
+/// Seconds a run's training loop spent in each phase of its steps.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepPhases {
+    /// Drawing the batch and making its tensors.
+    pub data: f64,
+    /// The forward pass and the loss.
+    pub forward: f64,
+    /// Backpropagation (and noting which position rows got a gradient).
+    pub backward: f64,
+    /// The AdamW step.
+    pub optimizer: f64,
+}
+
+impl RunEnv {
+    /// This process and machine, before any timing.
+    pub fn here(threads: usize) -> Self {
+        let p = Platform::this();
+        RunEnv {
+            profile: profile::current().id().into(),
+            threads,
+            libtorch: crate::engine::LIBTORCH_VERSION.into(),
+            cpu: p.cpu,
+            vendor: p.vendor,
+            isa: p.isa,
+            code_fingerprint: crate::engine::CODE_FINGERPRINT.into(),
+            train_seconds: 0.0,
+            eval_seconds: 0.0,
+            steps_per_second: 0.0,
+            phases: StepPhases::default(),
+            started_unix: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+        }
+    }
 }
 
 /// Mean and sample standard deviation.

@@ -5,7 +5,7 @@
 //! other position gets the ignore label. This module is plain Rust (no libtorch), so the
 //! book compiler can use it too.
 
-use crate::rng::Rng;
+use crate::engine::rng::Rng;
 use serde::{Deserialize, Serialize};
 
 /// Letters are `a`..`j`, token ids 0..=9.

@@ -1,0 +1,130 @@
+//! The model's matrix products. Under the portable profile they run in `kernels.cpp`:
+//! linear layers through oneDNN, attention products in a loop of fixed order, so that no
+//! float32 product reaches MKL's vendor-dependent code paths. Under the native profile
+//! they are libtorch's own `linear` and `matmul`. Both take part in autograd.
+
+use crate::engine::profile::{self, Profile};
+use std::ffi::{c_char, c_void, CStr};
+use tch::Tensor;
+
+extern "C" {
+    fn revtx_linear(x: *const c_void, w: *const c_void, b: *const c_void) -> *mut c_void;
+    fn revtx_matmul(a: *const c_void, b: *const c_void) -> *mut c_void;
+    fn revtx_last_error() -> *const c_char;
+    fn revtx_set_grad(param: *mut c_void, grad: *const c_void);
+    fn revtx_aten_capability(buf: *mut c_char, len: usize);
+}
+
+fn portable() -> bool {
+    profile::current() == Profile::Portable
+}
+
+fn wrap(p: *mut c_void, what: &str) -> Tensor {
+    if p.is_null() {
+        // SAFETY: the shim returns a NUL-terminated thread-local string.
+        let msg = unsafe { CStr::from_ptr(revtx_last_error()) };
+        panic!("{what}: {}", msg.to_string_lossy());
+    }
+    // SAFETY: a non-null result is a heap-allocated `at::Tensor` that we now own.
+    unsafe { Tensor::from_ptr(p.cast()) }
+}
+
+/// `x @ w^T + b`: x `(..., in)`, w `(out, in)`, b `(out)` → `(..., out)`.
+pub fn linear(x: &Tensor, w: &Tensor, b: &Tensor) -> Tensor {
+    if !portable() {
+        return x.linear(w, Some(b));
+    }
+    // SAFETY: the pointers are live tch tensors for the duration of the call.
+    let p = unsafe { revtx_linear(x.as_ptr().cast(), w.as_ptr().cast(), b.as_ptr().cast()) };
+    wrap(p, "linear")
+}
+
+/// `a @ b` over the last two axes, with up to two matching leading axes:
+/// `(..., m, k) @ (..., k, n)` → `(..., m, n)`. Float32 under the portable profile.
+pub fn matmul(a: &Tensor, b: &Tensor) -> Tensor {
+    if !portable() {
+        return a.matmul(b);
+    }
+    // SAFETY: as above.
+    let p = unsafe { revtx_matmul(a.as_ptr().cast(), b.as_ptr().cast()) };
+    wrap(p, "matmul")
+}
+
+/// Makes `grad` the gradient buffer of `param`; backward passes accumulate into it.
+pub fn set_grad(param: &Tensor, grad: &Tensor) {
+    let mut p = param.shallow_clone();
+    // SAFETY: both are live tensors; the shim assigns the gradient handle.
+    unsafe { revtx_set_grad(p.as_mut_ptr().cast(), grad.as_ptr().cast()) };
+}
+
+/// The kernel set ATen dispatches its CPU operations to: `DEFAULT`, `AVX2` or `AVX512`.
+pub fn aten_capability() -> String {
+    let mut buf = [0 as c_char; 32];
+    // SAFETY: the shim writes at most `len` bytes, NUL included.
+    unsafe { revtx_aten_capability(buf.as_mut_ptr(), buf.len()) };
+    // SAFETY: NUL-terminated by the shim.
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tch::Kind;
+
+    fn close(a: &Tensor, b: &Tensor) -> bool {
+        a.allclose(b, 1e-5, 1e-5, false)
+    }
+
+    /// The fixed-order products agree with libtorch's, forward and backward, on strided
+    /// (transposed, head-split) operands like attention's.
+    #[test]
+    fn products_match_libtorch_forward_and_backward() {
+        let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        tch::manual_seed(1);
+        let opts = (Kind::Float, tch::Device::Cpu);
+        let qkv = Tensor::randn([3, 7, 2, 3 * 8], opts); // (b, t, h, 3 d_k), split below
+        let q = qkv
+            .narrow(-1, 0, 8)
+            .transpose(1, 2)
+            .detach()
+            .set_requires_grad(true);
+        let k = qkv
+            .narrow(-1, 8, 8)
+            .transpose(1, 2)
+            .detach()
+            .set_requires_grad(true);
+        let ours = matmul(&q, &k.transpose(-2, -1));
+        let theirs = q.matmul(&k.transpose(-2, -1));
+        assert!(close(&ours, &theirs));
+        let g = Tensor::randn(ours.size(), opts);
+        let grads = |y: &Tensor| {
+            Tensor::run_backward(&[(y * &g).sum(Kind::Float)], &[&q, &k], false, false)
+        };
+        for (a, b) in grads(&ours).iter().zip(&grads(&theirs)) {
+            assert!(close(a, b));
+        }
+    }
+
+    #[test]
+    fn linear_matches_libtorch_forward_and_backward() {
+        let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        tch::manual_seed(2);
+        let opts = (Kind::Float, tch::Device::Cpu);
+        let x = Tensor::randn([4, 5, 16], opts).set_requires_grad(true);
+        let w = Tensor::randn([12, 16], opts).set_requires_grad(true);
+        let b = Tensor::randn([12], opts).set_requires_grad(true);
+        let g = Tensor::randn([4, 5, 12], opts);
+        let run = |y: Tensor| {
+            let mut v =
+                Tensor::run_backward(&[(&y * &g).sum(Kind::Float)], &[&x, &w, &b], false, false);
+            v.push(y.detach());
+            v
+        };
+        let (ours, theirs) = (run(linear(&x, &w, &b)), run(x.linear(&w, Some(&b))));
+        for (a, b) in ours.iter().zip(&theirs) {
+            assert!(close(a, b));
+        }
+    }
+}

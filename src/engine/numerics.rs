@@ -1,0 +1,223 @@
+//! Entering a numeric profile, and the numerics fingerprint: digests of the operations a
+//! training step uses, on fixed inputs, and of a few real training steps. Two machines
+//! with the same fingerprint compute the same bits; the book records the fingerprint of
+//! the machine that blessed it, and the compiler compares before it trains anything.
+
+use super::experiments::RunConfig;
+use super::model::{self, kernels};
+use super::profile::{Fingerprint, Platform, Profile};
+use std::collections::BTreeMap;
+use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
+
+extern "C" {
+    /// MKL's `mkl_cbwr_get`: with option 1 (the branch), 1 = off, 2 = AUTO, 3 = COMPATIBLE.
+    fn mkl_serv_cbwr_get(option: i32) -> i32;
+}
+
+/// Enters `profile` for this process: sets its environment, then checks that libtorch
+/// took it. Call before anything else touches libtorch.
+pub fn enter(profile: Profile) -> Result<(), String> {
+    keep_freed_memory();
+    for (k, v) in profile.env() {
+        std::env::set_var(k, v);
+    }
+    super::profile::set_current(profile);
+    if profile != Profile::Portable {
+        return Ok(());
+    }
+    let capability = kernels::aten_capability();
+    let branch = mkl_branch();
+    if capability != "AVX2" || branch != "COMPATIBLE" {
+        return Err(format!(
+            "libtorch did not take the portable profile: ATen dispatches to {capability} (want AVX2), \
+             MKL runs its {branch} branch (want COMPATIBLE); {}",
+            Platform::this()
+                .unsupported(profile)
+                .unwrap_or_else(|| "was libtorch used before the profile was set?".into())
+        ));
+    }
+    Ok(())
+}
+
+/// Enters `profile` but runs MKL in `branch`, for the proof that nothing passes through
+/// MKL: the fingerprint must not change with the branch.
+pub fn enter_with_mkl_branch(profile: Profile, branch: &str) -> Result<(), String> {
+    keep_freed_memory();
+    for (k, v) in profile.env() {
+        std::env::set_var(k, if *k == "MKL_CBWR" { branch } else { v });
+    }
+    super::profile::set_current(profile);
+    Ok(())
+}
+
+/// A training step allocates and frees the same few hundred tensors every time. glibc
+/// would hand the large ones back to the kernel and fault them in again on the next step
+/// (four hundred thousand page faults in 300 steps); keeping freed memory in the heap
+/// makes a step about a tenth faster. Changes no result.
+fn keep_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: mallopt only adjusts the allocator's thresholds.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 1 << 30);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);
+        libc::mallopt(libc::M_TOP_PAD, 256 << 20);
+    }
+}
+
+/// The branch MKL runs: `off`, `AUTO`, `COMPATIBLE`, or a number.
+pub fn mkl_branch() -> String {
+    // SAFETY: a plain query of MKL's global setting.
+    match unsafe { mkl_serv_cbwr_get(1) } {
+        1 => "off".into(),
+        2 => "AUTO".into(),
+        3 => "COMPATIBLE".into(),
+        n => n.to_string(),
+    }
+}
+
+/// Deterministic float32 values from integer arithmetic only (no RNG, no libm).
+fn fixed(shape: &[i64], salt: i64) -> Tensor {
+    let n: i64 = shape.iter().product();
+    let i = Tensor::arange(n, (Kind::Int64, tch::Device::Cpu));
+    let v = (i * 2_654_435_761i64 + salt * 40_503)
+        .remainder(65_521)
+        .to_kind(Kind::Float);
+    (v / 65_521.0 - 0.5).view(shape)
+}
+
+/// blake3 of a tensor's float32 bits, 16 hex digits.
+pub fn digest(t: &Tensor) -> String {
+    let t = t.detach().to_kind(Kind::Float).contiguous().view([-1]);
+    let v: Vec<f32> = Vec::<f32>::try_from(&t).unwrap_or_default();
+    let mut h = blake3::Hasher::new();
+    for x in v {
+        h.update(&x.to_bits().to_le_bytes());
+    }
+    h.finalize().to_hex()[..16].to_string()
+}
+
+/// Measures this machine's fingerprint under the profile already entered.
+pub fn probe(profile: Profile) -> Fingerprint {
+    let started = std::time::Instant::now();
+    let rng_guard = model::TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    tch::set_num_threads(1);
+    let mut d = BTreeMap::new();
+    let put = |d: &mut BTreeMap<String, String>, name: &str, t: &Tensor| {
+        d.insert(name.to_string(), digest(t));
+    };
+
+    // A linear layer forward and backward at the training shapes: the q, k, v projection
+    // of a trimmed batch (1088 rows) and the wide MLP of exercise 1 (1600 rows, whose
+    // weight gradient sums over more than one block of 1024).
+    for (name, rows, inp, out) in [("linear", 1088, 64, 192), ("linear_wide", 1600, 256, 1024)] {
+        let x = fixed(&[rows, inp], 1).set_requires_grad(true);
+        let w = fixed(&[out, inp], 2).set_requires_grad(true);
+        let b = fixed(&[out], 3).set_requires_grad(true);
+        let y = x.apply(&model::Linear::from_parts(
+            w.shallow_clone(),
+            b.shallow_clone(),
+        ));
+        // The gradient of sum(y * g) with respect to y is exactly g.
+        (&y * fixed(&[rows, out], 4)).sum(Kind::Float).backward();
+        put(&mut d, name, &y);
+        put(&mut d, &format!("{name}_grad_input"), &x.grad());
+        put(&mut d, &format!("{name}_grad_weight"), &w.grad());
+    }
+    // The attention products, batched over (batch x heads).
+    let q = fixed(&[128, 17, 32], 5);
+    let k = fixed(&[128, 17, 32], 6);
+    put(
+        &mut d,
+        "attention_scores",
+        &kernels::matmul(&q, &k.transpose(-2, -1)),
+    );
+    let s = fixed(&[64, 2, 17, 17], 7) * 8.0;
+    put(&mut d, "softmax", &s.softmax(-1, Kind::Float));
+    let x = fixed(&[1088, 64], 8) * 3.0;
+    put(
+        &mut d,
+        "layer_norm",
+        &x.layer_norm([64], None::<Tensor>, None::<Tensor>, 1e-5, false),
+    );
+    put(&mut d, "gelu", &(fixed(&[1088, 256], 9) * 4.0).gelu("none"));
+    put(&mut d, "cross_entropy", &{
+        let logits = fixed(&[1088, 12], 10) * 6.0;
+        let y = Tensor::arange(1088, (Kind::Int64, tch::Device::Cpu)).remainder(12);
+        logits.cross_entropy_for_logits(&y)
+    });
+    {
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        let p = vs.root().var_copy("p", &fixed(&[256, 64], 11));
+        let mut opt = nn::AdamW {
+            wd: 0.01,
+            ..Default::default()
+        }
+        .build(&vs, 3e-3)
+        .expect("AdamW");
+        for step in 0..5 {
+            opt.zero_grad();
+            (&p * fixed(&[256, 64], 12 + step))
+                .sum(Kind::Float)
+                .backward();
+            opt.step();
+        }
+        put(&mut d, "adamw", &p);
+    }
+    drop(rng_guard);
+
+    // Four steps of the chapter's model, its real training loop included.
+    let mut cfg = RunConfig::reference();
+    cfg.train.steps = 4;
+    cfg.train.block = 4;
+    cfg.train.window = 4;
+    cfg.eval.test_size = 12;
+    cfg.eval.long_size = 4;
+    if let Ok(fin) = super::train::run(&cfg, 0, &mut super::train::Quiet) {
+        if let Some(vs) = &fin.weights {
+            let mut vars: Vec<(String, Tensor)> = vs.variables().into_iter().collect();
+            vars.sort_by(|a, b| a.0.cmp(&b.0));
+            let flat = Tensor::cat(
+                &vars.iter().map(|(_, t)| t.view([-1])).collect::<Vec<_>>(),
+                0,
+            );
+            d.insert("train_weights".into(), digest(&flat));
+        }
+        if let Some(t) = &fin.result.train {
+            let losses = Tensor::from_slice(&t.losses);
+            d.insert("train_losses".into(), digest(&losses));
+        }
+    }
+
+    Fingerprint {
+        profile: profile.id().into(),
+        platform: Platform::this(),
+        libtorch: env!("REVTX_LIBTORCH_VERSION").into(),
+        aten: kernels::aten_capability(),
+        mkl: mkl_branch(),
+        engine: super::CODE_FINGERPRINT.into(),
+        digests: d,
+        seconds: started.elapsed().as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The test process runs under the portable profile (`.cargo/config.toml` sets it
+    /// before libtorch loads), so every engine test computes what the book computes.
+    #[test]
+    fn tests_run_under_the_portable_profile() {
+        enter(Profile::Portable).expect("portable profile");
+        assert_eq!(kernels::aten_capability(), "AVX2");
+        assert_eq!(mkl_branch(), "COMPATIBLE");
+    }
+
+    #[test]
+    fn fingerprint_is_stable_within_a_process() {
+        let a = probe(Profile::Portable);
+        let b = probe(Profile::Portable);
+        assert_eq!(a.digests, b.digests);
+        assert!(a.digests.len() >= 12, "{:?}", a.digests.keys());
+    }
+}
