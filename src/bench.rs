@@ -195,6 +195,7 @@ fn suite(args: &BenchArgs, peer_ok: bool) {
         },
         bless: false,
         live_reload: false,
+        ignore_numerics: false,
     };
     let t = Instant::now();
     let o = book::build(&opts);

@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand};
 use codespan_reporting::term::termcolor::{ColorChoice, StandardStream};
 use revtx_book::book::{self, diag, runs, BuildOptions};
+use revtx_book::engine::profile::Profile;
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -48,6 +49,14 @@ enum Cmd {
         #[arg(long, default_value_t = 3000)]
         port: u16,
     },
+    /// Measure this machine's numerics fingerprint and compare it with the book's.
+    Numerics {
+        /// Project root (holding book/).
+        #[arg(long, default_value = ".")]
+        root: PathBuf,
+        #[arg(long, default_value = "portable", value_parser = parse_profile)]
+        profile: Profile,
+    },
     /// Time reference training against the PyTorch peer, side by side.
     Bench(bench::BenchArgs),
     /// Run one experiment by name (see `run --list`); forwards to the engine.
@@ -84,6 +93,19 @@ struct Common {
     /// Hide the engine's progress lines.
     #[arg(long, short)]
     quiet: bool,
+    /// Numeric profile of the runs: `portable` (bit-identical on every x86-64 CPU with
+    /// AVX2 and FMA; what the book is checked under) or `native` (quick local drafts,
+    /// cached separately, never compared against the book).
+    #[arg(long, default_value = "portable", value_parser = parse_profile)]
+    profile: Profile,
+    /// Train even if this machine's numerics fingerprint differs from the one recorded in
+    /// book/numerics.json; figures that differ are then reported as not comparable.
+    #[arg(long)]
+    ignore_numerics: bool,
+}
+
+fn parse_profile(s: &str) -> Result<Profile, String> {
+    Profile::parse(s).ok_or_else(|| format!("unknown profile `{s}` (portable, native)"))
 }
 
 impl Common {
@@ -114,10 +136,12 @@ impl Common {
                 timeout: Duration::from_secs(self.run_timeout),
                 engine: runs::engine_path(),
                 quiet: self.quiet,
+                profile: self.profile,
             },
             root,
             bless,
             live_reload: false,
+            ignore_numerics: self.ignore_numerics,
         }
     }
 }
@@ -138,6 +162,7 @@ fn main() -> ExitCode {
             serve::serve(common.options(Some(PathBuf::from("site")), false), port)
         }
         Cmd::Bench(args) => bench::bench(args),
+        Cmd::Numerics { root, profile } => numerics(&root, profile),
         Cmd::Run { args } => {
             let engine = runs::engine_path();
             match std::process::Command::new(&engine)
@@ -151,6 +176,58 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+    }
+}
+
+/// `revtx-book numerics`: this machine's fingerprint against the book's, one line per
+/// probed operation; fails if they differ.
+fn numerics(root: &std::path::Path, profile: Profile) -> ExitCode {
+    let here = match book::numerics::measure(&runs::engine_path(), profile) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("profile   {}", here.profile);
+    println!("machine   {}", here.platform.describe());
+    println!(
+        "libtorch  {} (ATen {}, MKL {}), engine {}",
+        here.libtorch, here.aten, here.mkl, here.engine
+    );
+    let mut sources = diag::Sources::default();
+    let book = book::numerics::recorded(root, &mut sources)
+        .ok()
+        .flatten()
+        .map(|(f, _)| f);
+    if let Some(b) = &book {
+        println!("book      {} (engine {})", b.platform.describe(), b.engine);
+    }
+    for (op, d) in &here.digests {
+        let verdict = match book.as_ref().and_then(|b| b.digests.get(op)) {
+            Some(r) if r == d => "same",
+            Some(_) => "DIFFERS",
+            None => "not recorded",
+        };
+        println!("  {op:<24} {d}  {verdict}");
+    }
+    println!("probe     {:.2} s", here.seconds);
+    match book {
+        Some(b) if b.differences(&here).is_empty() => {
+            println!("numerics: same bits as the machine that blessed the book");
+            ExitCode::SUCCESS
+        }
+        Some(b) => {
+            println!(
+                "numerics: {} operations differ from the book's fingerprint",
+                b.differences(&here).len()
+            );
+            ExitCode::FAILURE
+        }
+        None => {
+            println!("numerics: the book records no fingerprint (book/numerics.json)");
+            ExitCode::SUCCESS
         }
     }
 }
@@ -178,7 +255,7 @@ fn report(common: &Common, opts: &BuildOptions, what: &str) -> ExitCode {
     let drifted = outcome
         .claims
         .iter()
-        .filter(|c| c.verdict == "drift")
+        .filter(|c| c.verdict == book::claims::Verdict::Drift)
         .count();
     if common.timings {
         for (stage, d) in &outcome.timings {

@@ -3,9 +3,18 @@
 //! when the site is served under a sub-path.
 //!
 //! Snapshots live in tests/snapshots; `REVTX_UPDATE_SNAPSHOTS=1 cargo test` rewrites them.
+//! A missing snapshot is a failure, not a silent pass.
+//!
+//! `fixed_book_renders_the_same_bytes` builds a book from fixed cache entries (results in
+//! tests/fixtures/results/, made once by the engine) twice and compares the site's bytes
+//! with each other and with the digests in tests/snapshots/site-digest.txt: any change to
+//! what the compiler writes shows there, file by file.
 
 mod common;
 use common::*;
+use revtx_book::engine::entry;
+use revtx_book::engine::profile::Profile;
+use revtx_book::engine::result::RunResult;
 use std::path::Path;
 
 fn chapter() -> String {
@@ -54,6 +63,9 @@ caption = "Training loss."
     )
 }
 
+/// The source the chapter includes, fixed so that the listing does not move with the model.
+const SAMPLE: &str = "use std::fmt;\n\n// ANCHOR: demo\n/// Doubles `x`.\npub fn double(x: f64) -> f64 {\n    2.0 * x // \"twice\" & more\n}\n// ANCHOR_END: demo\n";
+
 /// The first element starting with `start` and its matching close tag `end_tag`.
 fn fragment<'a>(html: &'a str, start: &str, end_tag: &str) -> &'a str {
     let s = html
@@ -81,13 +93,19 @@ fn mask_numbers(s: &str) -> String {
     out
 }
 
+fn updating() -> bool {
+    std::env::var_os("REVTX_UPDATE_SNAPSHOTS").is_some()
+}
+
 fn snapshot(name: &str, actual: &str) {
     let path = repo().join("tests/snapshots").join(name);
-    if std::env::var_os("REVTX_UPDATE_SNAPSHOTS").is_some() || !path.exists() {
+    if updating() {
         std::fs::write(&path, actual).unwrap();
         return;
     }
-    let want = std::fs::read_to_string(&path).unwrap();
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!("no snapshot {name}; run with REVTX_UPDATE_SNAPSHOTS=1 to record it")
+    });
     assert!(want == actual, "snapshot {name} differs; rerun with REVTX_UPDATE_SNAPSHOTS=1 to accept\n--- want\n{want}\n--- got\n{actual}");
 }
 
@@ -138,7 +156,8 @@ fn broken_links(site: &Path) -> Vec<String> {
                 bad.push(format!("{}: `{t}` does not resolve", path.display()));
             }
             // Anchors into HTML pages must exist too.
-            if let (Some(anchor), true) = (t.split('#').nth(1), file.ends_with(".html")) {
+            let html = Path::new(file).extension().is_some_and(|x| x == "html");
+            if let (Some(anchor), true) = (t.split('#').nth(1), html) {
                 let target = std::fs::read_to_string(&resolved).unwrap_or_default();
                 if !target.contains(&format!("id=\"{anchor}\"")) {
                     bad.push(format!("{}: anchor `{t}` not found", path.display()));
@@ -153,7 +172,7 @@ fn broken_links(site: &Path) -> Vec<String> {
 fn small_book_builds_into_a_working_site() {
     let p = Project::new(&chapter());
     // A fixed source file, so the listing snapshot does not move with the model code.
-    std::fs::write(p.root().join("src/sample.rs"), "use std::fmt;\n\n// ANCHOR: demo\n/// Doubles `x`.\npub fn double(x: f64) -> f64 {\n    2.0 * x // \"twice\" & more\n}\n// ANCHOR_END: demo\n").unwrap();
+    std::fs::write(p.root().join("src/sample.rs"), SAMPLE).unwrap();
     let out = p.build();
     assert_eq!(out.errors(), 0, "{:?}", located(&out));
     assert_eq!(out.counts.checked, 2);
@@ -242,4 +261,223 @@ fn small_book_builds_into_a_working_site() {
     snapshot("figure-outline.html", &(outline.join("\n") + "\n"));
     // The worked example quoted in the markdown table is a checked figure.
     assert!(html.contains("<span class=\"claim-value\">0.83</span>"));
+}
+
+/// Every construct the compiler renders, over three fixed runs: [`chapter`] and more.
+fn fixed_chapter() -> String {
+    chapter()
+        + r#"
+```run tinyseeds
+base = "tiny"
+seeds = [0, 1]
+```
+
+## More {#sec-more}
+
+Inline $a_{ij} \le 1$ math, an insert of {=tiny.config.train.steps} steps, *emphasis* and a
+claim within a tolerance, [0.0%]{=tiny.train.test.accuracy ~ 100%}; see {@fig-faults}.
+
+| a | b |
+|---|---|
+| `x < y` | 'quoted' & "double" |
+
+### Tables and figures of every kind
+
+```table tab-two
+kind = "accuracy-by-length"
+runs = ["tiny", "tinyseeds"]
+labels = ["tiny", "tiny <again>"]
+caption = "Accuracy by length; {=tiny.train.test.correct} correct."
+```
+
+```table tab-keys
+kind = "strongest-keys"
+runs = ["tiny"]
+caption = "Strongest keys."
+```
+
+```table tab-spread
+kind = "seed-spread"
+runs = ["tinyseeds"]
+caption = "Seeds."
+columns = [["correct", "run.train.test.correct"], ["first below 0.01", "run.train.first_below"]]
+```
+
+```figure fig-smooth
+kind = "loss"
+runs = ["tiny", "tinyseeds"]
+labels = ["seed 0", "seeds 0, 1"]
+smooth = 5
+caption = "Smoothed loss with `code` and a claim [30]{=tiny.config.train.steps}."
+```
+
+```figure fig-attention
+kind = "attention"
+runs = ["tiny"]
+caption = "Attention."
+```
+
+```figure fig-faults
+kind = "faults"
+runs = ["tiny", "tinyseeds"]
+caption = "Faults."
+```
+
+```python
+def f(x): return x < 1 and "s"
+```
+"#
+}
+
+fn fixed_project() -> Project {
+    let p = Project::new(&fixed_chapter());
+    std::fs::write(p.root().join("src/sample.rs"), SAMPLE).unwrap();
+    p
+}
+
+/// Fixed bytes standing in for the weights of a training run.
+const WEIGHTS: &[u8] = b"fixture weights, not a tensor";
+
+/// A site's files with the build's own facts masked: the build time, the engine's code
+/// fingerprint and the libtorch version. Assets copied from static/ are left out.
+fn site_files(site: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(site).sort_by_file_name() {
+        let e = e.unwrap();
+        let rel = e
+            .path()
+            .strip_prefix(site)
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        if !e.file_type().is_file() || rel.starts_with("static/") {
+            continue;
+        }
+        let bytes = std::fs::read(e.path()).unwrap();
+        let bytes = match String::from_utf8(bytes) {
+            Ok(text) => mask(&text).into_bytes(),
+            Err(e) => e.into_bytes(),
+        };
+        out.push((rel, bytes));
+    }
+    out
+}
+
+fn mask(text: &str) -> String {
+    let mut t = text
+        .replace(revtx_book::engine::CODE_FINGERPRINT, "FINGERPRINT")
+        .replace(revtx_book::engine::LIBTORCH_VERSION, "LIBTORCH");
+    if let Some(k) = t.find("data-unix=\"") {
+        let end = t[k..].find("</time>").map_or(t.len(), |e| k + e);
+        t.replace_range(k..end, "data-unix=\"TIME\">Unix time TIME");
+    }
+    t
+}
+
+/// Writes each fixture result into the project's cache, as the engine would.
+fn fill_cache(p: &Project) {
+    let dir = repo().join("tests/fixtures/results");
+    for e in std::fs::read_dir(&dir).unwrap() {
+        let path = e.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        let r: RunResult = serde_json::from_slice(&bytes).unwrap_or_else(|e| {
+            panic!(
+                "{}: {e}; REVTX_UPDATE_SNAPSHOTS=1 makes it again",
+                path.display()
+            )
+        });
+        let key = entry::key(&r.config, r.seed, Profile::Portable);
+        let out = p.root().join(".revtx-cache/runs").join(key);
+        entry::write(&out, |d| {
+            std::fs::write(d.join(entry::RESULT_FILE), &bytes)?;
+            if r.train.is_some() {
+                std::fs::write(d.join(entry::WEIGHTS_FILE), WEIGHTS)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    }
+}
+
+/// Trains the fixed chapter's runs and keeps their results, with the facts of this machine
+/// (timings, CPU, start time, fingerprint) replaced by fixed ones.
+fn make_results(p: &Project) {
+    let out = p.check();
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    let dir = repo().join("tests/fixtures/results");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for e in std::fs::read_dir(p.root().join(".revtx-cache/runs")).unwrap() {
+        let entry_dir = e.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(entry_dir.join(entry::RESULT_FILE)) else {
+            continue;
+        };
+        let mut r: RunResult = serde_json::from_str(&text).unwrap();
+        let env = &mut r.env;
+        (env.train_seconds, env.eval_seconds, env.steps_per_second) = (1.5, 0.25, 20.0);
+        env.cpu = "Fixture CPU".into();
+        env.vendor = "fixture".into();
+        env.isa = "avx2 fma".into();
+        env.code_fingerprint = "fixture".into();
+        env.started_unix = 1_700_000_000;
+        let name = format!("{:?}-s{}.json", r.config.kind, r.seed).to_lowercase();
+        std::fs::write(
+            dir.join(name),
+            serde_json::to_string_pretty(&r).unwrap() + "\n",
+        )
+        .unwrap();
+    }
+}
+
+/// The bytes the compiler writes for a fixed book do not change unnoticed: two builds are
+/// identical, and each generated file matches its committed digest.
+#[test]
+fn fixed_book_renders_the_same_bytes() {
+    if updating() {
+        make_results(&fixed_project());
+    }
+    let p = fixed_project();
+    fill_cache(&p);
+    let mut opts = p.options(true);
+    opts.runs.offline = true;
+    let first = revtx_book::book::build(&opts);
+    assert_eq!(
+        first.errors(),
+        0,
+        "{:?}\nif the engine's configs changed, REVTX_UPDATE_SNAPSHOTS=1 makes the results again",
+        located(&first)
+    );
+    let site = p.root().join("site");
+    let one = site_files(&site);
+    let again = revtx_book::book::build(&opts);
+    assert_eq!(again.errors(), 0);
+    let two = site_files(&site);
+    assert_eq!(one.len(), two.len());
+    for ((a, x), (b, y)) in one.iter().zip(&two) {
+        assert_eq!(a, b);
+        assert!(x == y, "{a} differs between two builds of the same book");
+    }
+    let digests: String = one
+        .iter()
+        .map(|(f, b)| format!("{}  {f}", blake3::hash(b).to_hex()))
+        .collect::<Vec<_>>()
+        .join("\n")
+        + "\n";
+    let path = repo().join("tests/snapshots/site-digest.txt");
+    if updating() {
+        std::fs::write(&path, &digests).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path)
+        .expect("no tests/snapshots/site-digest.txt; REVTX_UPDATE_SNAPSHOTS=1 records it");
+    let changed: Vec<&str> = digests
+        .lines()
+        .filter(|l| !want.lines().any(|w| w == *l))
+        .chain(want.lines().filter(|w| !digests.lines().any(|l| l == *w)))
+        .collect();
+    assert!(
+        changed.is_empty(),
+        "the site's bytes changed (REVTX_UPDATE_SNAPSHOTS=1 accepts):\n{}",
+        changed.join("\n")
+    );
 }

@@ -1,5 +1,5 @@
 //! Quoted figures: how the author wrote a number decides how the recomputed value is
-//! formatted, and the claim holds only if the two texts are equal.
+//! formatted, the claim holds only if the two texts are equal, and every claim is recorded.
 //!
 //! | quoted      | reads the value as                | formats it as                 |
 //! |-------------|-----------------------------------|-------------------------------|
@@ -12,8 +12,49 @@
 //! A minus sign may be `-` or `−`. A tolerance (`~ 0.01`, `~ 5%`) compares numerically
 //! instead, in the quoted units.
 
+use super::diag::Span;
+use super::expr::{as_f64, as_text};
 use super::parse::Tolerance;
-use minijinja::{Environment, Value};
+use minijinja::Value;
+use serde::Serialize;
+
+/// One checked or inserted figure, as listed in `claims.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClaimRecord {
+    pub file: String,
+    pub line: usize,
+    pub col: usize,
+    pub kind: ClaimKind,
+    pub expr: String,
+    /// The author's text (checked claims only).
+    pub quoted: Option<String>,
+    /// The recomputed value written like the quote (checked claims only).
+    pub recomputed: Option<String>,
+    pub verdict: Verdict,
+    /// Where the quote is, for `--bless` to rewrite it.
+    #[serde(skip)]
+    pub quoted_span: Option<Span>,
+}
+
+/// A figure the prose quotes and the build checks, or a value it inserts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ClaimKind {
+    Checked,
+    Inserted,
+}
+
+/// What a claim record says about its figure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// It holds (or, for an insert, it was evaluated).
+    Ok,
+    /// The quote no longer matches its run; `--bless` rewrites it.
+    Drift,
+    /// Its expression failed, or its value cannot be compared with the quote.
+    Error,
+}
 
 /// How a number was written.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,18 +134,14 @@ pub fn parse_quote(q: &str) -> Quote {
 /// Formats `v` the way `f` was written. Percent formats read `v` as a fraction.
 pub fn format_number(v: f64, f: &NumFormat) -> String {
     let x = if f.percent { v * 100.0 } else { v };
-    let mut s = match f.sci {
-        Some(d) => {
-            let s = format!("{:.*e}", d, x.abs());
+    let mut s = if let Some(d) = f.sci {
+        format!("{:.*e}", d, x.abs())
+    } else {
+        let s = format!("{:.*}", f.decimals, x.abs());
+        if f.thousands {
+            group_thousands(&s)
+        } else {
             s
-        }
-        None => {
-            let s = format!("{:.*}", f.decimals, x.abs());
-            if f.thousands {
-                group_thousands(&s)
-            } else {
-                s
-            }
         }
     };
     // A value that rounds to zero is written without a sign.
@@ -136,11 +173,11 @@ fn group_thousands(s: &str) -> String {
     out
 }
 
-/// The outcome of checking one claim.
+/// The outcome of checking one quoted figure.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Verdict {
+pub enum Check {
     /// The recomputed value, written like the quote, equals it.
-    Ok,
+    Holds,
     /// It does not: what it should read now.
     Drift { recomputed: String },
     /// The expression's value cannot be compared with the quote.
@@ -148,9 +185,9 @@ pub enum Verdict {
 }
 
 /// Checks a quoted figure against the recomputed value.
-pub fn check(quoted: &str, value: &Value, tolerance: Option<Tolerance>) -> Verdict {
+pub fn check(quoted: &str, value: &Value, tolerance: Option<Tolerance>) -> Check {
     let q = parse_quote(quoted);
-    let num = value_as_f64(value);
+    let num = as_f64(value);
     match (&q, num) {
         (Quote::Number { value: qv, format }, Some(v)) => {
             let recomputed = format_number(v, format);
@@ -166,78 +203,43 @@ pub fn check(quoted: &str, value: &Value, tolerance: Option<Tolerance>) -> Verdi
                 }
             };
             if ok {
-                Verdict::Ok
+                Check::Holds
             } else {
-                Verdict::Drift { recomputed }
+                Check::Drift { recomputed }
             }
         }
         // A string value is compared as text, even when the quote looks like a number.
         (Quote::Number { .. }, None) if value.as_str().is_some() && tolerance.is_none() => {
             let s = value.as_str().unwrap_or_default().to_string();
             if s == quoted {
-                Verdict::Ok
+                Check::Holds
             } else {
-                Verdict::Drift { recomputed: s }
+                Check::Drift { recomputed: s }
             }
         }
-        (Quote::Number { .. }, None) => Verdict::Mismatch {
+        (Quote::Number { .. }, None) => Check::Mismatch {
             reason: format!(
                 "the quote is a number but the expression gives {}",
                 describe(value)
             ),
         },
         (Quote::Text(t), _) => {
-            let s = value_as_text(value);
+            let s = as_text(value);
             if tolerance.is_some() {
-                return Verdict::Mismatch {
+                return Check::Mismatch {
                     reason: "a tolerance needs a numeric quote".into(),
                 };
             }
             if &s == t {
-                Verdict::Ok
+                Check::Holds
             } else {
-                Verdict::Drift { recomputed: s }
+                Check::Drift { recomputed: s }
             }
         }
     }
 }
 
-pub fn value_as_f64(v: &Value) -> Option<f64> {
-    if v.is_number() {
-        f64::try_from(v.clone()).ok()
-    } else {
-        None
-    }
-}
-
-/// How an inserted value is shown: strings as they are, integers plainly, floats with
-/// up to four significant decimals.
-pub fn value_as_text(v: &Value) -> String {
-    if let Some(s) = v.as_str() {
-        return s.to_string();
-    }
-    if v.is_number() && !v.is_integer() {
-        if let Some(f) = value_as_f64(v) {
-            return trim_float(f);
-        }
-    }
-    v.to_string()
-}
-
-fn trim_float(f: f64) -> String {
-    if f == 0.0 || !f.is_finite() {
-        return f.to_string();
-    }
-    let mag = f.abs().log10().floor() as i32;
-    let decimals = (3 - mag).clamp(0, 12) as usize;
-    let s = format!("{f:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
+/// A value's kind and its first characters, for messages.
 fn describe(v: &Value) -> String {
     let s = v.to_string();
     let short: String = s.chars().take(60).collect();
@@ -247,82 +249,6 @@ fn describe(v: &Value) -> String {
         short,
         if s.len() > 60 { "…" } else { "" }
     )
-}
-
-/// Evaluates an expression; an undefined result (a missing field) is an error too.
-pub fn evaluate(env: &Environment<'static>, expr: &str, ctx: &Value) -> Result<Value, String> {
-    let compiled = env.compile_expression(expr).map_err(|e| e.to_string())?;
-    match compiled.eval(ctx) {
-        Ok(v) if v.is_undefined() => Err("this path does not exist in the run's result".into()),
-        Ok(v) => Ok(v),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// The expression environment: strict about undefined names, with a few numeric helpers.
-///
-/// - `mean(xs)`, `sd(xs)` (sample), `min(xs)`, `max(xs)` of a list of numbers
-/// - `xs | pluck("a.b")`: the value at a dotted path in each element
-/// - `ln(x)`, `sqrt(x)`, `exp(x)`, `abs(x)`, `pow(x, y)`
-/// - `count(xs, v)`: how many elements equal `v`
-pub fn environment() -> Environment<'static> {
-    use minijinja::{Error, ErrorKind};
-    let mut env = Environment::new();
-    env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
-    let nums = |xs: &[Value]| -> Result<Vec<f64>, Error> {
-        xs.iter()
-            .map(|x| {
-                value_as_f64(x).ok_or_else(|| {
-                    Error::new(ErrorKind::InvalidOperation, format!("{x} is not a number"))
-                })
-            })
-            .collect()
-    };
-    env.add_function("mean", move |xs: Vec<Value>| -> Result<f64, Error> {
-        let v = nums(&xs)?;
-        Ok(crate::result::mean_std(&v).0)
-    });
-    env.add_function("sd", move |xs: Vec<Value>| -> Result<f64, Error> {
-        let v = nums(&xs)?;
-        Ok(crate::result::mean_std(&v).1)
-    });
-    env.add_function("min", move |xs: Vec<Value>| -> Result<f64, Error> {
-        Ok(nums(&xs)?.into_iter().fold(f64::INFINITY, f64::min))
-    });
-    env.add_function("max", move |xs: Vec<Value>| -> Result<f64, Error> {
-        Ok(nums(&xs)?.into_iter().fold(f64::NEG_INFINITY, f64::max))
-    });
-    env.add_function("count", |xs: Vec<Value>, v: Value| {
-        xs.iter().filter(|x| **x == v).count()
-    });
-    env.add_function("ln", |x: f64| x.ln());
-    env.add_function("sqrt", |x: f64| x.sqrt());
-    env.add_function("exp", |x: f64| x.exp());
-    env.add_function("abs", |x: f64| x.abs());
-    env.add_function("pow", |x: f64, y: f64| x.powf(y));
-    env.add_filter(
-        "pluck",
-        |xs: Vec<Value>, path: String| -> Result<Vec<Value>, Error> {
-            xs.into_iter()
-                .map(|mut x| {
-                    for part in path.split('.') {
-                        x = match part.parse::<usize>() {
-                            Ok(i) => x.get_item(&Value::from(i))?,
-                            Err(_) => x.get_attr(part)?,
-                        };
-                        if x.is_undefined() {
-                            return Err(Error::new(
-                                ErrorKind::UndefinedError,
-                                format!("no `{part}` in `{path}`"),
-                            ));
-                        }
-                    }
-                    Ok(x)
-                })
-                .collect()
-        },
-    );
-    env
 }
 
 #[cfg(test)]
@@ -338,7 +264,7 @@ mod tests {
 
     #[test]
     fn formats_follow_the_quote() {
-        assert_eq!(fmt_like("103,244", 103244.0), "103,244");
+        assert_eq!(fmt_like("103,244", 103_244.0), "103,244");
         assert_eq!(fmt_like("94.6%", 0.946), "94.6%");
         assert_eq!(fmt_like("100%", 1.0), "100%");
         assert_eq!(fmt_like("0.0135", 0.013_49), "0.0135");
@@ -361,53 +287,38 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        assert_eq!(check("94.6%", &Value::from(0.9461), None), Verdict::Ok);
+        assert_eq!(check("94.6%", &Value::from(0.9461), None), Check::Holds);
         assert_eq!(
             check("94.6%", &Value::from(0.95), None),
-            Verdict::Drift {
+            Check::Drift {
                 recomputed: "95.0%".into()
             }
         );
         assert_eq!(
             check("41", &Value::from(43.2), Some(Tolerance::Absolute(5.0))),
-            Verdict::Ok
+            Check::Holds
         );
         assert_eq!(
             check("41", &Value::from(50.0), Some(Tolerance::Relative(10.0))),
-            Verdict::Drift {
+            Check::Drift {
                 recomputed: "50".into()
             }
         );
-        assert_eq!(check("abc", &Value::from("abc"), None), Verdict::Ok);
+        assert_eq!(check("abc", &Value::from("abc"), None), Check::Holds);
         assert_eq!(
             check("12", &Value::from("x"), None),
-            Verdict::Drift {
+            Check::Drift {
                 recomputed: "x".into()
             }
         );
         assert_eq!(
             check("8", &Value::from("8"), None),
-            Verdict::Ok,
+            Check::Holds,
             "a string value is compared as text"
         );
         assert!(matches!(
             check("12", &Value::from(()), None),
-            Verdict::Mismatch { .. }
+            Check::Mismatch { .. }
         ));
-    }
-
-    #[test]
-    fn expressions_see_runs_and_helpers() {
-        let env = environment();
-        let ctx = Value::from_serialize(serde_json::json!({
-            "r": {"runs": [{"a": {"b": 1.0}}, {"a": {"b": 3.0}}], "x": 0.25}
-        }));
-        let eval = |e: &str| evaluate(&env, e, &ctx);
-        assert_eq!(
-            value_as_f64(&eval("mean(r.runs | pluck('a.b'))").unwrap()),
-            Some(2.0)
-        );
-        assert_eq!(value_as_f64(&eval("r.x * 2").unwrap()), Some(0.5));
-        assert!(eval("r.nope").is_err(), "undefined paths are errors");
     }
 }

@@ -1,5 +1,5 @@
 //! Diagnostics are data: every stage appends to one list, and the list is printed once,
-//! rustc-style, at the end. Nothing stops at the first error.
+//! rustc-style, at the end. Nothing stops at the first error; every diagnostic has a code.
 
 use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
 use codespan_reporting::files::SimpleFiles;
@@ -26,8 +26,12 @@ pub type FileId = usize;
 
 /// One problem, located in the source.
 #[derive(Clone, Debug)]
+#[must_use = "a diagnostic is reported only when pushed onto the build's list"]
 pub struct Diagnostic {
     pub severity: Severity,
+    /// What kind of problem this is, e.g. `drift`: bless and the build summary select
+    /// diagnostics by it, never by their message.
+    pub code: &'static str,
     pub span: Option<Span>,
     pub message: String,
     /// Shown under the caret.
@@ -39,9 +43,11 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    pub fn error(span: Option<Span>, message: impl Into<String>) -> Self {
+    /// An error with its code (kebab-case, e.g. `drift`), where it is, and what is wrong.
+    pub fn error(code: &'static str, span: Option<Span>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,
+            code,
             span,
             message: message.into(),
             label: None,
@@ -49,11 +55,17 @@ impl Diagnostic {
             hints: vec![],
         }
     }
-    pub fn warning(span: Option<Span>, message: impl Into<String>) -> Self {
+    /// A warning: reported, but the build goes on.
+    pub fn warning(code: &'static str, span: Option<Span>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Warning,
-            ..Self::error(span, message)
+            ..Self::error(code, span, message)
         }
+    }
+    /// The same problem, placed at `span` (for problems found before their place is known).
+    pub fn at(mut self, span: Span) -> Self {
+        self.span = Some(span);
+        self
     }
     pub fn label(mut self, l: impl Into<String>) -> Self {
         self.label = Some(l.into());
@@ -104,11 +116,6 @@ impl Sources {
         let line = before.matches('\n').count() + 1;
         let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
         (line, col)
-    }
-    /// `file:line:col` of a span's start.
-    pub fn location(&self, span: &Span) -> String {
-        let (l, c) = self.line_col(span.file, span.range.start);
-        format!("{}:{l}:{c}", self.display_path(span.file))
     }
 }
 
@@ -170,6 +177,7 @@ fn emit_rustc_style(diags: &[Diagnostic], sources: &Sources, out: &mut dyn Write
             Severity::Warning => CsDiagnostic::warning(),
         }
         .with_message(&d.message);
+        cs = cs.with_code(d.code);
         if let Some(s) = &d.span {
             let mut label = Label::primary(s.file, s.range.clone());
             if let Some(l) = &d.label {

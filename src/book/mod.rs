@@ -1,22 +1,44 @@
-//! The book compiler, one stage per function:
+//! The book compiler, one stage per function; every stage appends to one list of
+//! diagnostics, which the caller prints once.
 //!
 //! ```text
-//! book/book.toml + *.md ─load→ Book ─plan→ [RunPlan] ─execute→ Results (cache or engine)
+//! book/book.toml + *.md ─parse→ Book ─plan→ [RunPlan] ─execute→ Results (cache or engine)
 //!      ─render→ [RenderedChapter] + claims ─write→ site/ (atomic swap)
 //! ```
-//!
-//! Every stage appends to one list of diagnostics; the caller prints them once.
 
+#![allow(
+    clippy::result_large_err,
+    reason = "a Diagnostic is made once per problem and carries its text; boxing buys nothing"
+)]
+#![allow(
+    clippy::must_use_candidate,
+    reason = "the compiler's functions are called for what they return; marking them all is noise"
+)]
+#![allow(
+    clippy::missing_errors_doc,
+    reason = "errors are diagnostics (or anyhow errors) that say what went wrong themselves"
+)]
+#![allow(
+    clippy::doc_markdown,
+    reason = "KaTeX, CommonMark, TOML and the like are names in prose, not code"
+)]
+
+mod bless;
 pub mod claims;
 pub mod diag;
+pub mod expr;
 pub mod figures;
+pub mod kinds;
+pub mod numerics;
 pub mod parse;
 pub mod render;
 pub mod runs;
 pub mod site;
+pub mod tables;
 
+use claims::ClaimRecord;
 use diag::{Diagnostic, Severity, Sources};
-use render::{ClaimRecord, Counts, KatexCache, RenderedChapter};
+use render::{Counts, KatexCache, RenderedChapter};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -32,6 +54,9 @@ pub struct BuildOptions {
     pub bless: bool,
     /// Add the live-reload script (for `serve`).
     pub live_reload: bool,
+    /// Train even if this machine's numerics differ from the book's; figures that then
+    /// differ are reported as not comparable instead of drifted.
+    pub ignore_numerics: bool,
 }
 
 /// Everything a build produced, diagnostics included.
@@ -45,6 +70,8 @@ pub struct Outcome {
     pub timings: Vec<(&'static str, Duration)>,
     /// Source edits made by `--bless`: (file, line, old, new).
     pub blessed: Vec<(String, usize, String, String)>,
+    /// Whether the runs' figures can be compared with the book's (see `numerics`).
+    pub comparable: bool,
 }
 
 impl Outcome {
@@ -70,6 +97,7 @@ pub fn build(opts: &BuildOptions) -> Outcome {
         run_report: Vec::new(),
         timings: Vec::new(),
         blessed: Vec::new(),
+        comparable: true,
     };
     pipeline(opts, &mut o);
     o
@@ -90,15 +118,40 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     let mut run_opts = opts.runs.clone();
     run_opts.offline |= o.errors() > 0;
     let t = Instant::now();
+    let resolved = runs::resolve(&plans, &run_opts);
+
+    // Before anything trains: does this machine compute the book's bits?
+    let must_train = !run_opts.offline && !resolved.todo.is_empty();
+    let mut measured = None;
+    o.comparable = opts.runs.profile.comparable();
+    if must_train || opts.bless {
+        let gate = numerics::gate(
+            &opts.root,
+            &run_opts.engine,
+            run_opts.profile,
+            opts.ignore_numerics,
+            &mut o.sources,
+            &mut o.diags,
+        );
+        o.run_report.push(gate.summary.clone());
+        o.timings.push(("numerics", t.elapsed()));
+        if !gate.proceed {
+            return;
+        }
+        o.comparable = gate.comparable;
+        measured = gate.measured;
+    }
+
     let mut run_diags = Vec::new();
-    let results = runs::execute(plans, &run_opts, &mut run_diags);
+    let results = runs::execute(plans, resolved, &run_opts, &mut run_diags);
     if !run_opts.offline || opts.runs.offline {
         o.diags.extend(run_diags);
     }
-    o.run_report = results.report.clone();
+    o.run_report.extend(results.report.iter().cloned());
     o.timings.push(("runs", t.elapsed()));
     if runs::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
         o.diags.push(Diagnostic::error(
+            "interrupted",
             None,
             "interrupted: the site and the finished cache entries are left as they were",
         ));
@@ -111,39 +164,19 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
         .ok()
         .and_then(|b| serde_json::from_slice(&b).ok())
         .unwrap_or_default();
-    let mut r = render::Renderer {
-        root: &opts.root,
-        results: &results,
-        ctx: render::context(&results),
-        env: claims::environment(),
-        katex: &mut katex,
-        anchors: render::number_everything(&book.chapters),
-        claims: Vec::new(),
-        diags: Vec::new(),
-        sources: &o.sources,
-    };
-    let mut chapters = Vec::new();
-    for ch in &book.chapters {
-        chapters.push(r.chapter(ch));
-    }
-    let claims = std::mem::take(&mut r.claims);
-    let render_diags = std::mem::take(&mut r.diags);
-    o.diags.extend(render_diags);
-    for c in chapters.iter().map(|c| c.counts) {
-        o.counts.checked += c.checked;
-        o.counts.inserted += c.inserted;
-        o.counts.figures += c.figures;
-        o.counts.tables += c.tables;
-        o.counts.equations += c.equations;
-        o.counts.listings += c.listings;
-    }
+    let rendered = render::render(&book, &results, &o.sources, &mut katex, &mut o.diags);
+    let (chapters, claims) = (rendered.chapters, rendered.claims);
+    o.counts = rendered.counts;
     if katex.dirty {
         let _ = site::write_atomic(&katex_path, &serde_json::to_vec(&katex).unwrap_or_default());
     }
     o.timings.push(("render", t.elapsed()));
 
+    if !o.comparable {
+        bless::not_comparable(&mut o.diags, opts.runs.profile);
+    }
     if opts.bless {
-        o.blessed = bless(&claims, &o.sources, &mut o.diags);
+        bless_stage(opts, o, &claims, measured.as_ref());
     }
 
     let t = Instant::now();
@@ -156,66 +189,65 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
             claims_json: &claims_json,
             live_reload: opts.live_reload,
         };
-        if let Err(e) = site::write(&opts.root, out, &ctx) {
-            o.diags.push(Diagnostic::error(
-                None,
-                format!("cannot write the site to {}: {e:#}", out.display()),
-            ));
-        } else {
-            // Kept in the repository so a pull request's diff shows which figures moved.
-            let _ = site::write_if_changed(
-                &opts.root.join("book").join("claims.json"),
-                claims_json.as_bytes(),
-            );
-        }
+        write_stage(opts, o, out, &ctx);
     }
     o.timings.push(("write", t.elapsed()));
     o.claims = claims;
     o.chapters = chapters;
 }
 
-/// Rewrites drifted quoted figures in their source files, returning the edits.
-fn bless(
+/// `--bless`: drifted figures rewritten, this machine's numerics fingerprint recorded.
+fn bless_stage(
+    opts: &BuildOptions,
+    o: &mut Outcome,
     claims: &[ClaimRecord],
-    sources: &Sources,
-    diags: &mut Vec<Diagnostic>,
-) -> Vec<(String, usize, String, String)> {
-    let mut edits: Vec<(usize, std::ops::Range<usize>, String)> = claims
-        .iter()
-        .filter(|c| c.verdict == "drift")
-        .filter_map(|c| {
-            Some((
-                c.quoted_span.as_ref()?.file,
-                c.quoted_span.as_ref()?.range.clone(),
-                c.recomputed.clone()?,
-            ))
-        })
-        .collect();
-    edits.sort_by_key(|e| (e.0, std::cmp::Reverse(e.1.start)));
-    let mut report = Vec::new();
-    let mut files: Vec<usize> = edits.iter().map(|e| e.0).collect();
-    files.dedup();
-    for f in files {
-        let mut text = sources.text(f).to_string();
-        for (_, range, new) in edits.iter().filter(|e| e.0 == f) {
-            let (line, _) = sources.line_col(f, range.start);
-            report.push((
-                sources.display_path(f),
-                line,
-                text[range.clone()].to_string(),
-                new.clone(),
-            ));
-            text.replace_range(range.clone(), new);
-        }
-        if let Err(e) = site::write_atomic(sources.path(f), text.as_bytes()) {
-            diags.push(Diagnostic::error(
+    measured: Option<&crate::engine::profile::Fingerprint>,
+) {
+    if !opts.runs.profile.comparable() {
+        o.diags.push(
+            Diagnostic::error(
+                "bless",
                 None,
-                format!("cannot bless {}: {e}", sources.display_path(f)),
-            ));
+                "the book is blessed under the portable profile only",
+            )
+            .hint("drop --profile native"),
+        );
+        return;
+    }
+    o.blessed = bless::bless(claims, &o.sources, &mut o.diags);
+    if let Some(m) = measured {
+        match numerics::record(&opts.root, m) {
+            Ok(true) => o
+                .run_report
+                .push("numerics: recorded this machine's fingerprint in book/numerics.json".into()),
+            Ok(false) => {}
+            Err(e) => o.diags.push(Diagnostic::error(
+                "io",
+                None,
+                format!("cannot write book/numerics.json: {e}"),
+            )),
         }
     }
-    // Blessed drifts are no longer errors.
-    diags.retain(|d| d.message != "quoted figure does not match its run");
-    report.reverse();
-    report
+}
+
+/// Writes the site, and `book/claims.json` beside the chapter.
+fn write_stage(
+    opts: &BuildOptions,
+    o: &mut Outcome,
+    out: &std::path::Path,
+    ctx: &site::SiteContext,
+) {
+    if let Err(e) = site::write(&opts.root, out, ctx) {
+        o.diags.push(Diagnostic::error(
+            "io",
+            None,
+            format!("cannot write the site to {}: {e:#}", out.display()),
+        ));
+    } else {
+        // Kept in the repository so a pull request's diff shows which figures moved.
+        let _ = site::write_if_changed(
+            &opts.root.join("book").join("claims.json"),
+            ctx.claims_json.as_bytes(),
+        );
+    }
 }

@@ -1,31 +1,29 @@
 //! Runs: resolve run directives into jobs, serve them from the cache, and execute the rest
 //! in parallel, one `revtx-engine` process per (run, seed) at one thread each.
 //!
-//! Cache layout: `.revtx-cache/runs/<key>/{result.json, weights.safetensors, checksum}`.
-//! The key hashes the canonical config, the seed, the engine's code fingerprint, the
-//! libtorch version and the result format, so editing `src/model` re-runs everything while
-//! editing prose re-runs nothing. The engine writes an entry, checksum last, into a temp
-//! dir and renames it into place; an entry whose checksum or content does not verify is
-//! re-run, never trusted.
+//! Cache layout: `.revtx-cache/runs/<key>/`, in the format of `engine::entry`. The key
+//! hashes the canonical config, the seed, the engine's code fingerprint, the libtorch
+//! version, the result format and the numeric profile, so editing `src/engine` re-runs
+//! everything while editing prose re-runs nothing. An entry that does not verify is re-run,
+//! never trusted.
 
 use super::diag::{Diagnostic, Span};
 use super::parse::{Book, Directive};
-use crate::experiments::{RunConfig, RunKind};
-use crate::result::{RunResult, RESULT_FORMAT};
+use crate::engine::entry::{self, ExecRequest};
+use crate::engine::experiments::RunConfig;
+use crate::engine::profile::Profile;
+use crate::engine::result::RunResult;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use wait_timeout::ChildExt;
 
 /// Set by the Ctrl-C handler: running engines get the signal too and stop; the build then
 /// ends without touching the site or the cache.
 pub static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Compile-time identity of the engine code (see build.rs).
-pub const CODE_FINGERPRINT: &str = env!("REVTX_CODE_FINGERPRINT");
-pub const LIBTORCH_VERSION: &str = env!("REVTX_LIBTORCH_VERSION");
 
 /// A run declared in the book.
 #[derive(Clone, Debug)]
@@ -62,6 +60,8 @@ pub struct RunOptions {
     /// The engine binary.
     pub engine: PathBuf,
     pub quiet: bool,
+    /// The numeric profile every run computes under.
+    pub profile: Profile,
 }
 
 /// A finished (run, seed).
@@ -82,12 +82,19 @@ pub struct Results {
     pub report: Vec<String>,
 }
 
+impl Results {
+    /// The ids of the runs the book declares, in order.
+    pub fn declared(&self) -> Vec<&str> {
+        self.plans.iter().map(|p| p.id.as_str()).collect()
+    }
+}
+
 /// Resolves the run directives of every chapter, in order. A run's `base` is a preset
 /// or an earlier run of the book.
 pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
     let mut plans: Vec<RunPlan> = Vec::new();
     for ch in &book.chapters {
-        for d in &ch.directives {
+        for d in ch.directives() {
             let Directive::Run { id, spec } = &d.node else {
                 continue;
             };
@@ -104,9 +111,13 @@ pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
                 .map(|p| p.config.clone())
                 .or_else(|| RunConfig::preset(&base_name));
             let Some(base) = base else {
-                let known: Vec<&str> = crate::experiments::PRESETS.iter().map(|p| p.0).collect();
+                let known: Vec<&str> = crate::engine::experiments::PRESETS
+                    .iter()
+                    .map(|p| p.0)
+                    .collect();
                 diags.push(
                     Diagnostic::error(
+                        "unknown-base",
                         Some(d.span.clone()),
                         format!("unknown base run `{base_name}`"),
                     )
@@ -117,11 +128,23 @@ pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
                 );
                 continue;
             };
+            if spec.seeds.as_ref().is_some_and(Vec::is_empty) {
+                diags.push(
+                    Diagnostic::error(
+                        "no-seeds",
+                        Some(d.span.clone()),
+                        format!("run `{id}` has no seeds"),
+                    )
+                    .hint("list at least one, e.g. `seeds = [0, 1, 2]`, or write `seed = 0`"),
+                );
+                continue;
+            }
             match spec.apply(&base) {
                 Ok(config) => {
                     if spec.seed.is_some() && spec.seeds.is_some() {
                         diags.push(
                             Diagnostic::error(
+                                "run",
                                 Some(d.span.clone()),
                                 format!("run `{id}` gives both `seed` and `seeds`"),
                             )
@@ -133,10 +156,11 @@ pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
                         config,
                         seeds: spec.seed_list(),
                         span: d.span.clone(),
-                    })
+                    });
                 }
                 Err(e) => diags.push(
-                    Diagnostic::error(Some(d.span.clone()), format!("invalid run `{id}`")).label(e),
+                    Diagnostic::error("run", Some(d.span.clone()), format!("invalid run `{id}`"))
+                        .label(e),
                 ),
             }
         }
@@ -144,62 +168,30 @@ pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
     plans
 }
 
-/// The cache key of one (config, seed).
-pub fn cache_key(config: &RunConfig, seed: u64) -> String {
-    let mut h = blake3::Hasher::new();
-    h.update(serde_json::to_string(config).unwrap().as_bytes());
-    h.update(format!("|seed={seed}|code={CODE_FINGERPRINT}|libtorch={LIBTORCH_VERSION}|threads={}|format={RESULT_FORMAT}", config.train.threads).as_bytes());
-    h.finalize().to_hex()[..24].to_string()
+/// Loads the verified cache entry of a job.
+pub fn load_entry(dir: &Path, job: &Job, profile: Profile) -> Result<RunResult, String> {
+    entry::load(dir, &job.config, job.seed, profile)
 }
 
-/// blake3 over `result.json` and `weights.safetensors` (if present) of an entry.
-pub fn checksum(dir: &Path) -> Option<String> {
-    let mut h = blake3::Hasher::new();
-    for f in ["result.json", "weights.safetensors"] {
-        match std::fs::read(dir.join(f)) {
-            Ok(b) => {
-                h.update(f.as_bytes());
-                h.update(&b);
-            }
-            Err(_) if f == "weights.safetensors" => {}
-            Err(_) => return None,
-        }
-    }
-    Some(h.finalize().to_hex().to_string())
+/// What the cache already holds, and what must train (with the reason).
+pub struct Resolved {
+    pub done: Vec<(Job, Produced)>,
+    pub todo: Vec<(Job, String)>,
+    /// One line per cached job.
+    pub report: Vec<String>,
 }
 
-/// Loads a cache entry, verifying it. `Err` says why it cannot be trusted.
-pub fn load_entry(dir: &Path, job: &Job) -> Result<RunResult, String> {
-    if !dir.exists() {
-        return Err("not cached".into());
-    }
-    let want = std::fs::read_to_string(dir.join("checksum"))
-        .map_err(|_| "cache entry has no checksum".to_string())?;
-    if checksum(dir).as_deref() != Some(want.trim()) {
-        return Err("cache entry is corrupt (checksum mismatch)".into());
-    }
-    let text = std::fs::read_to_string(dir.join("result.json"))
-        .map_err(|e| format!("cache entry unreadable: {e}"))?;
-    let r: RunResult =
-        serde_json::from_str(&text).map_err(|e| format!("cache entry does not parse: {e}"))?;
-    if r.config != job.config || r.seed != job.seed || r.format != RESULT_FORMAT {
-        return Err("cache entry is for another config".into());
-    }
-    if r.config.kind == RunKind::Train && !dir.join("weights.safetensors").exists() {
-        return Err("cache entry lacks its weights".into());
-    }
-    Ok(r)
-}
-
-/// Produces every planned (run, seed): from the cache, or by running the engine.
-pub fn execute(plans: Vec<RunPlan>, opts: &RunOptions, diags: &mut Vec<Diagnostic>) -> Results {
-    let mut results = Results::default();
+/// Looks every planned (run, seed) up in the cache.
+pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
     let runs_dir = opts.cache_dir.join("runs");
-    let mut todo: Vec<(Job, String)> = Vec::new();
-    let mut done: Vec<(Job, Produced)> = Vec::new();
-    for p in &plans {
+    let mut r = Resolved {
+        done: Vec::new(),
+        todo: Vec::new(),
+        report: Vec::new(),
+    };
+    for p in plans {
         for &seed in &p.seeds {
-            let key = cache_key(&p.config, seed);
+            let key = entry::key(&p.config, seed, opts.profile);
             let job = Job {
                 run: p.id.clone(),
                 seed,
@@ -209,27 +201,45 @@ pub fn execute(plans: Vec<RunPlan>, opts: &RunOptions, diags: &mut Vec<Diagnosti
             };
             let dir = runs_dir.join(&key);
             let forced = opts.rerun_all || opts.rerun.contains(&p.id);
-            match (forced, load_entry(&dir, &job)) {
+            match (forced, load_entry(&dir, &job, opts.profile)) {
                 (false, Ok(result)) => {
-                    results.report.push(format!("{} seed {seed}: cached", p.id));
-                    done.push((
-                        job,
-                        Produced {
-                            result,
-                            dir,
-                            cached: true,
-                        },
-                    ));
+                    r.report.push(format!("{} seed {seed}: cached", p.id));
+                    let produced = Produced {
+                        result,
+                        dir,
+                        cached: true,
+                    };
+                    r.done.push((job, produced));
                 }
-                (true, _) => todo.push((job, "--rerun asked for it".into())),
-                (false, Err(why)) => todo.push((job, why)),
+                (true, _) => r.todo.push((job, "--rerun asked for it".into())),
+                (false, Err(why)) => r.todo.push((job, why)),
             }
         }
     }
+    r
+}
+
+/// Trains what `resolve` left to do (unless offline) and gathers every result by run.
+pub fn execute(
+    plans: Vec<RunPlan>,
+    resolved: Resolved,
+    opts: &RunOptions,
+    diags: &mut Vec<Diagnostic>,
+) -> Results {
+    let Resolved {
+        mut done,
+        mut todo,
+        report,
+    } = resolved;
+    let mut results = Results {
+        report,
+        ..Default::default()
+    };
     if opts.offline && !todo.is_empty() {
         for (job, why) in &todo {
             diags.push(
                 Diagnostic::error(
+                    "offline",
                     Some(job.span.clone()),
                     format!(
                         "run `{}` seed {} is not cached and --offline forbids training",
@@ -247,6 +257,7 @@ pub fn execute(plans: Vec<RunPlan>, opts: &RunOptions, diags: &mut Vec<Diagnosti
             .report
             .push(format!("{} seed {}: ran ({why})", job.run, job.seed));
     }
+    let runs_dir = opts.cache_dir.join("runs");
     let ran = run_jobs(
         todo.into_iter().map(|(j, _)| j).collect(),
         &runs_dir,
@@ -269,6 +280,9 @@ pub fn execute(plans: Vec<RunPlan>, opts: &RunOptions, diags: &mut Vec<Diagnosti
     results
 }
 
+/// What the workers of [`run_jobs`] report.
+type Outcomes = Vec<Result<(Job, Produced), Diagnostic>>;
+
 /// Runs jobs on a pool of `opts.jobs` engine processes; the longest runs start first.
 fn run_jobs(
     mut jobs: Vec<Job>,
@@ -282,7 +296,6 @@ fn run_jobs(
     let _ = std::fs::create_dir_all(runs_dir);
     jobs.sort_by_key(|j| std::cmp::Reverse(cost(&j.config)));
     let queue = Arc::new(Mutex::new(std::collections::VecDeque::from(jobs)));
-    type Outcomes = Vec<Result<(Job, Produced), Diagnostic>>;
     let out: Arc<Mutex<Outcomes>> = Arc::new(Mutex::new(Vec::new()));
     let workers = opts.jobs.max(1);
     std::thread::scope(|s| {
@@ -310,7 +323,7 @@ fn run_jobs(
 /// Rough cost of a run, to start the long ones first.
 fn cost(c: &RunConfig) -> u64 {
     let m = &c.model;
-    (c.train.steps as u64) * (m.d_model * m.d_model * m.n_layers).max(1) as u64
+    (c.train.steps as u64) * (m.d_model * m.d_model * m.n_layers).max(1).unsigned_abs()
 }
 
 /// Runs one job in a child engine process with a time budget.
@@ -318,6 +331,7 @@ fn cost(c: &RunConfig) -> u64 {
 fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Diagnostic> {
     let fail = |msg: String| {
         Diagnostic::error(
+            "run-failed",
             Some(job.span.clone()),
             format!("run `{}` seed {} failed", job.run, job.seed),
         )
@@ -327,14 +341,19 @@ fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Di
         .prefix(".spec-")
         .tempdir_in(runs_dir)
         .map_err(|e| fail(format!("temp dir: {e}")))?;
-    let spec_path = tmp.path().join("spec.json");
-    let label = format!("{} s{}", job.run, job.seed);
-    let spec = serde_json::json!({ "config": job.config, "seed": job.seed, "label": label });
-    std::fs::write(&spec_path, spec.to_string()).map_err(|e| fail(e.to_string()))?;
+    let spec_path = tmp.path().join("request.json");
+    let request = ExecRequest {
+        config: job.config.clone(),
+        seed: job.seed,
+        profile: opts.profile,
+        label: format!("{} s{}", job.run, job.seed),
+    };
+    let text = serde_json::to_string(&request).map_err(|e| fail(e.to_string()))?;
+    std::fs::write(&spec_path, text).map_err(|e| fail(e.to_string()))?;
     let dir = runs_dir.join(&job.key);
     let started = Instant::now();
     let mut child = Command::new(&opts.engine)
-        .args(["exec", "--spec"])
+        .args(["exec", "--request"])
         .arg(&spec_path)
         .arg("--out")
         .arg(&dir)
@@ -365,9 +384,11 @@ fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Di
         }
     });
     let status = loop {
-        match child.try_wait() {
+        // Short waits, so that Ctrl-C is noticed while a long run trains.
+        let left = opts.timeout.saturating_sub(started.elapsed());
+        match child.wait_timeout(left.min(Duration::from_millis(100))) {
             Ok(Some(st)) => break st,
-            Ok(None) if started.elapsed() > opts.timeout => {
+            Ok(None) if started.elapsed() >= opts.timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
                 let _ = reader.join();
@@ -379,17 +400,19 @@ fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Di
             }
             Ok(None) if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) => {
                 // The engine got the same SIGINT; give it a moment to stop on its own.
-                if started.elapsed() > opts.timeout || child.try_wait().ok().flatten().is_none() {
-                    std::thread::sleep(Duration::from_millis(200));
-                    if child.try_wait().ok().flatten().is_none() {
-                        let _ = child.kill();
-                    }
+                if child
+                    .wait_timeout(Duration::from_millis(200))
+                    .ok()
+                    .flatten()
+                    .is_none()
+                {
+                    let _ = child.kill();
                 }
                 let _ = child.wait();
                 let _ = reader.join();
                 return Err(fail("interrupted".into()));
             }
-            Ok(None) => std::thread::sleep(Duration::from_millis(50)),
+            Ok(None) => {}
             Err(e) => return Err(fail(e.to_string())),
         }
     };
@@ -398,7 +421,7 @@ fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Di
         let tail = tail.lock().unwrap().join("\n");
         return Err(fail(format!("the engine exited with {status}")).note(tail));
     }
-    let result = load_entry(&dir, job).map_err(fail)?;
+    let result = load_entry(&dir, job, opts.profile).map_err(fail)?;
     Ok(Produced {
         result,
         dir,

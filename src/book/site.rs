@@ -1,13 +1,16 @@
-//! Write: rendered chapters, the index, the Runs appendix and assets → `site/`.
+//! Write: rendered chapters, the index, the Runs appendix and assets → `site/`, assembled
+//! in a temporary sibling directory and swapped in with renames at the end.
 //!
-//! The site is assembled in a temporary sibling directory and swapped in with renames
-//! at the end, so a failed or interrupted build leaves the previous site intact.
+//! A failed or interrupted build therefore leaves the previous site intact. The page
+//! templates (`page.html`, `index.html`, `runs.html`, `overlay.html`) are rendered here.
 
 use super::parse::Book;
 use super::render::{self, RenderedChapter, SearchEntry};
-use super::runs::{Results, CODE_FINGERPRINT, LIBTORCH_VERSION};
+use super::runs::Results;
+use crate::engine::{CODE_FINGERPRINT, LIBTORCH_VERSION};
 use anyhow::{Context, Result};
 use minijinja::{context, Environment};
+use std::fmt::Write as _;
 use std::path::Path;
 
 pub struct SiteContext<'a> {
@@ -25,12 +28,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
     std::io::Write::write_all(&mut tmp, bytes)?;
     // Keep the file's permissions (a temp file starts as 0600).
-    let perms = std::fs::metadata(path)
-        .map(|m| m.permissions())
-        .unwrap_or_else(|_| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::Permissions::from_mode(0o644)
-        });
+    let perms = std::fs::metadata(path).map_or_else(
+        |_| std::os::unix::fs::PermissionsExt::from_mode(0o644),
+        |m| m.permissions(),
+    );
     tmp.as_file().set_permissions(perms)?;
     tmp.persist(path).map_err(|e| e.error)?;
     Ok(())
@@ -77,10 +78,7 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
             .map(|c| (c.title.clone(), c.slug.clone())),
     );
     nav.push(("Runs".to_string(), "runs.html".to_string()));
-    let generated = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let generated = build_time();
     let page = |title: &str,
                 slug: &str,
                 kind: &str,
@@ -128,11 +126,39 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
     )?;
 
     // Runs appendix and downloads.
-    let runs_dir = dir.join("runs");
-    std::fs::create_dir_all(&runs_dir)?;
+    let runs_view = downloads(ctx.results, &dir.join("runs"))?;
+    let runs_html = env.get_template("runs.html")?.render(context! { runs => runs_view, libtorch => LIBTORCH_VERSION, fingerprint => CODE_FINGERPRINT })?;
+    let runs_toc: Vec<render::TocEntry> = ctx
+        .results
+        .plans
+        .iter()
+        .map(|p| render::TocEntry {
+            level: 2,
+            id: format!("run-{}", p.id),
+            text: p.id.clone(),
+        })
+        .collect();
+    std::fs::write(
+        dir.join("runs.html"),
+        page("Runs", "runs.html", "runs", runs_html, &runs_toc)?,
+    )?;
+
+    // Assets and metadata.
+    copy_dir(&root.join("static"), &dir.join("static"))?;
+    std::fs::write(dir.join("search-index.json"), serde_json::to_vec(&search)?)?;
+    std::fs::write(dir.join("claims.json"), ctx.claims_json)?;
+    std::fs::write(dir.join(".nojekyll"), "")?;
+
+    swap_in(&tmp.keep(), out)
+}
+
+/// Writes each run's downloads (result, weights, loss as CSV) into `runs_dir`, and returns
+/// what `runs.html` shows of them.
+fn downloads(results: &Results, runs_dir: &Path) -> Result<Vec<minijinja::Value>> {
+    std::fs::create_dir_all(runs_dir)?;
     let mut runs_view = Vec::new();
-    for plan in &ctx.results.plans {
-        let Some(produced) = ctx.results.by_run.get(&plan.id) else {
+    for plan in &results.plans {
+        let Some(produced) = results.by_run.get(&plan.id) else {
             continue;
         };
         let mut seeds = Vec::new();
@@ -150,7 +176,7 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
             let mut csv = String::from("step,loss\n");
             if let Some(t) = &p.result.train {
                 for (i, l) in t.losses.iter().enumerate() {
-                    csv += &format!("{},{l}\n", i + 1);
+                    let _ = writeln!(csv, "{},{l}", i + 1);
                 }
                 std::fs::write(runs_dir.join(format!("{stem}-loss.csv")), csv)?;
             }
@@ -178,43 +204,34 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
             seeds => seeds,
         });
     }
-    let runs_html = env.get_template("runs.html")?.render(context! { runs => runs_view, libtorch => LIBTORCH_VERSION, fingerprint => CODE_FINGERPRINT })?;
-    let runs_toc: Vec<render::TocEntry> = ctx
-        .results
-        .plans
-        .iter()
-        .map(|p| render::TocEntry {
-            level: 2,
-            id: format!("run-{}", p.id),
-            text: p.id.clone(),
+    Ok(runs_view)
+}
+
+/// When the site was built, in Unix seconds: `SOURCE_DATE_EPOCH` if set (reproducible
+/// builds), else now.
+fn build_time() -> u64 {
+    std::env::var("SOURCE_DATE_EPOCH")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs())
         })
-        .collect();
-    std::fs::write(
-        dir.join("runs.html"),
-        page("Runs", "runs.html", "runs", runs_html, &runs_toc)?,
-    )?;
-
-    // Assets and metadata.
-    copy_dir(&root.join("static"), &dir.join("static"))?;
-    std::fs::write(dir.join("search-index.json"), serde_json::to_vec(&search)?)?;
-    std::fs::write(dir.join("claims.json"), ctx.claims_json)?;
-    std::fs::write(dir.join(".nojekyll"), "")?;
-
-    swap_in(tmp.keep(), out)
 }
 
 /// Replaces `out` with `new` using renames; the old site is removed only afterwards.
-fn swap_in(new: std::path::PathBuf, out: &Path) -> Result<()> {
+fn swap_in(new: &Path, out: &Path) -> Result<()> {
     if out.exists() {
         let old = out.with_file_name(format!(".site-old-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&old);
         std::fs::rename(out, &old)
             .with_context(|| format!("moving the old {} aside", out.display()))?;
-        std::fs::rename(&new, out)
+        std::fs::rename(new, out)
             .with_context(|| format!("moving the new site into {}", out.display()))?;
         let _ = std::fs::remove_dir_all(&old);
     } else {
-        std::fs::rename(&new, out)?;
+        std::fs::rename(new, out)?;
     }
     Ok(())
 }
@@ -240,33 +257,4 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// `YYYY-MM-DD HH:MM UTC` from Unix seconds (Howard Hinnant's civil-from-days).
-pub fn utc_date(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02} {:02}:{:02} UTC",
-        rem / 3600,
-        rem % 3600 / 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn utc_dates() {
-        assert_eq!(super::utc_date(0), "1970-01-01 00:00 UTC");
-        assert_eq!(super::utc_date(1_796_014_800), "2026-11-30 05:00 UTC");
-    }
 }

@@ -1,6 +1,7 @@
 //! Shared helpers for the integration tests: fixture projects in temp dirs.
 #![allow(dead_code)]
 
+use revtx_book::book::diag::Severity;
 use revtx_book::book::{self, runs::RunOptions, BuildOptions, Outcome};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -31,10 +32,10 @@ impl Project {
         for d in ["templates", "static"] {
             copy_dir(&repo().join(d), &root.join(d));
         }
-        std::fs::create_dir_all(root.join("src/model")).unwrap();
+        std::fs::create_dir_all(root.join("src/engine/model")).unwrap();
         std::fs::copy(
-            repo().join("src/model/attention.rs"),
-            root.join("src/model/attention.rs"),
+            repo().join("src/engine/model/attention.rs"),
+            root.join("src/engine/model/attention.rs"),
         )
         .unwrap();
         Project { dir }
@@ -51,15 +52,17 @@ impl Project {
             runs: RunOptions {
                 cache_dir: self.root().join(".revtx-cache"),
                 offline: false,
-                rerun: Default::default(),
+                rerun: std::collections::BTreeSet::new(),
                 rerun_all: false,
                 jobs: 1,
-                timeout: Duration::from_secs(300),
+                timeout: Duration::from_mins(5),
                 engine: PathBuf::from(env!("CARGO_BIN_EXE_revtx-engine")),
                 quiet: true,
+                profile: revtx_book::engine::profile::Profile::Portable,
             },
             bless: false,
             live_reload: false,
+            ignore_numerics: false,
         }
     }
 
@@ -88,21 +91,36 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// Diagnostics as `(line, col, message + label)`.
+/// Diagnostics as `(line, col, [code] message label)`, without the numerics gate's
+/// warnings (a fixture project records no numerics fingerprint).
 pub fn located(o: &Outcome) -> Vec<(usize, usize, String)> {
     o.diags
         .iter()
+        .filter(|d| !(d.severity == Severity::Warning && d.code.starts_with("numerics-")))
         .map(|d| {
             let (l, c) = d
                 .span
                 .as_ref()
-                .map(|s| o.sources.line_col(s.file, s.range.start))
-                .unwrap_or((0, 0));
+                .map_or((0, 0), |s| o.sources.line_col(s.file, s.range.start));
             (
                 l,
                 c,
-                format!("{} {}", d.message, d.label.clone().unwrap_or_default()),
+                format!(
+                    "[{}] {} {}",
+                    d.code,
+                    d.message,
+                    d.label.clone().unwrap_or_default()
+                ),
             )
         })
+        .collect()
+}
+
+/// The build report's lines about runs (not the numerics gate's).
+pub fn runs_of(o: &Outcome) -> Vec<&str> {
+    o.run_report
+        .iter()
+        .map(String::as_str)
+        .filter(|l| !l.starts_with("numerics:"))
         .collect()
 }

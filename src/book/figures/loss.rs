@@ -1,0 +1,311 @@
+//! `kind = "loss"`: training loss at every step (or a running mean, `smooth = N`) of one
+//! or more runs, on a log scale. Its log panel is also the left half of `faults`.
+
+use super::alt::{fmt_log_tick, fmt_loss, fmt_step, run_name, summarize, trend};
+use super::theme::{clean_points, de, mesh, render, Area, Line, FONT, PALETTE};
+use super::{drawn, smoothed, Figure, Series, Svg};
+use crate::book::diag::Diagnostic;
+use crate::book::kinds::RunData;
+use plotters::prelude::*;
+use serde::Deserialize;
+
+const LOSS_SIZE: (u32, u32) = (720, 360);
+
+/// The fields of a loss figure.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Running-mean window; unsmoothed when absent or 1.
+    #[serde(default)]
+    pub smooth: Option<usize>,
+}
+
+impl Figure for Spec {
+    fn draw(&self, runs: &[RunData]) -> Result<Svg, Diagnostic> {
+        let mut series = Vec::new();
+        for run in runs {
+            let t = run.train("this figure")?;
+            series.push(match self.smooth {
+                Some(w) if w > 1 => smoothed(run.label, &t.losses, w),
+                _ => Series {
+                    label: run.label.to_string(),
+                    points: (1..)
+                        .zip(&t.losses)
+                        .map(|(i, &v)| (f64::from(i), v))
+                        .collect(),
+                },
+            });
+        }
+        drawn(loss_curve(&series, "training loss"))
+    }
+}
+
+/// Loss chart with a log10 y axis (the data are transformed, ticks at whole decades).
+pub(super) fn draw_log_panel(
+    area: &Area,
+    lines: &[Line],
+    caption: &str,
+    legend: bool,
+) -> Result<(), String> {
+    let (mut xmin, mut xmax) = (f64::INFINITY, f64::NEG_INFINITY);
+    let (mut ymin, mut ymax) = (f64::INFINITY, f64::NEG_INFINITY);
+    for &(x, y) in lines.iter().flat_map(|l| l.points.iter()) {
+        xmin = xmin.min(x);
+        xmax = xmax.max(x);
+        ymin = ymin.min(y);
+        ymax = ymax.max(y);
+    }
+    if !xmin.is_finite() {
+        (xmin, xmax, ymin, ymax) = (0.0, 1.0, 1e-3, 10.0);
+    }
+    if xmin >= 0.0 && xmin <= 0.05 * xmax {
+        xmin = 0.0;
+    }
+    if xmax - xmin < 1e-9 {
+        xmin -= 1.0;
+        xmax += 1.0;
+    }
+    let lo = ymin.log10().floor();
+    let hi = ymax.log10().ceil().max(lo + 1.0);
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)] // whole decades, hi > lo
+    let decades = (hi - lo) as usize;
+
+    let mut builder = ChartBuilder::on(area);
+    builder
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64);
+    if !caption.is_empty() {
+        builder.caption(caption, (FONT, 19));
+    }
+    let mut chart = builder.build_cartesian_2d(xmin..xmax, lo..hi).map_err(de)?;
+    mesh(&mut chart)
+        .x_desc("training step")
+        .y_desc("loss (log scale)")
+        .x_labels(8)
+        .y_labels(decades + 1)
+        .x_max_light_lines(1)
+        .y_max_light_lines(0)
+        .x_label_formatter(&|v| fmt_step(*v))
+        .y_label_formatter(&|v| fmt_log_tick(*v))
+        .draw()
+        .map_err(de)?;
+
+    // Minor log grid at 2..9 × 10^k, where it stays readable.
+    if decades <= 6 {
+        let minor = BLACK.mix(0.05);
+        #[allow(clippy::cast_possible_truncation)] // whole decades of a loss
+        for k in (lo as i32)..(hi as i32) {
+            for m in 2..=9 {
+                let y = f64::from(k) + f64::from(m).log10();
+                chart
+                    .draw_series(LineSeries::new([(xmin, y), (xmax, y)], minor))
+                    .map_err(de)?;
+            }
+        }
+    }
+
+    for line in lines.iter().filter(|l| !l.points.is_empty()) {
+        let pts: Vec<(f64, f64)> = line.points.iter().map(|&(x, y)| (x, y.log10())).collect();
+        let color = line.color;
+        let series = chart
+            .draw_series(LineSeries::new(pts.iter().copied(), color.stroke_width(2)))
+            .map_err(de)?;
+        if legend {
+            series.label(line.label).legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        }
+        if let [only] = pts[..] {
+            chart
+                .draw_series(std::iter::once(Circle::new(only, 3, color.filled())))
+                .map_err(de)?;
+        }
+    }
+    if legend {
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .background_style(TRANSPARENT)
+            .border_style(BLACK.mix(0.25))
+            .label_font((FONT, 15))
+            .draw()
+            .map_err(de)?;
+    }
+    Ok(())
+}
+
+fn loss_alt(series: &[Series], lines: &[Line]) -> String {
+    if let [line] = lines {
+        if let Some(s) = summarize(&line.points) {
+            return format!(
+                "Training loss of {} over {} steps on a log scale: {}; lowest {}.",
+                run_name(line.label),
+                fmt_step(s.last.0),
+                trend(&s, "at the end"),
+                fmt_loss(s.min)
+            );
+        }
+    }
+    let parts: Vec<String> = lines
+        .iter()
+        .map(|l| match summarize(&l.points) {
+            Some(s) => format!(
+                "{} {} (lowest {})",
+                run_name(l.label),
+                trend(&s, &format!("at step {}", fmt_step(s.last.0))),
+                fmt_loss(s.min)
+            ),
+            None => format!("{} has no finite values", run_name(l.label)),
+        })
+        .collect();
+    format!(
+        "Training loss of {} runs on a log scale: {}.",
+        series.len(),
+        parts.join("; ")
+    )
+}
+
+/// Loss curve(s) on a log-scale y axis, x = training step. One series or several (legend when >1).
+///
+/// Non-finite points are skipped and losses below 1e-6 (including zero and
+/// negative values) are drawn at 1e-6. `title` is drawn above the chart when
+/// non-empty; it is not part of the alt text. Returns `Err` when no series has
+/// a finite point. The SVG is 720×360 in user units.
+pub fn loss_curve(series: &[Series], title: &str) -> Result<Svg, String> {
+    let lines: Vec<Line> = series
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Line {
+            label: &s.label,
+            color: PALETTE[i % PALETTE.len()],
+            points: clean_points(&s.points),
+        })
+        .collect();
+    if lines.iter().all(|l| l.points.is_empty()) {
+        return Err("loss_curve: no finite (step, loss) points to plot".to_string());
+    }
+    let alt = loss_alt(series, &lines);
+    render(LOSS_SIZE, alt, |root| {
+        draw_log_panel(root, &lines, title, lines.len() > 1)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::assert_themed;
+    use super::*;
+
+    fn reference_series() -> Series {
+        // 1500 steps, 2.5 at step 1, 1e-4 at step 1500, lowest 5.6e-5 at step 1400.
+        let points = (1..=1500)
+            .map(|step| {
+                let loss = match step {
+                    1 => 2.5,
+                    1400 => 5.6e-5,
+                    1500 => 1e-4,
+                    s => 2.5 * (-(f64::from(s)) / 140.0).exp() + 1e-4,
+                };
+                (f64::from(step), loss)
+            })
+            .collect();
+        Series {
+            label: "reference".to_string(),
+            points,
+        }
+    }
+
+    #[test]
+    fn loss_curve_single_series() {
+        let svg = loss_curve(&[reference_series()], "reference run").unwrap();
+        assert_themed(&svg, LOSS_SIZE);
+        assert_eq!(
+            svg.alt,
+            "Training loss of reference over 1500 steps on a log scale: falls from 2.5 at step 1 \
+             to 1e-4 at the end; lowest 5.6e-5."
+        );
+        assert!(svg.body.contains("<polyline"));
+        assert!(svg.body.contains("#0072B2"));
+        for label in [
+            "training step",
+            "loss (log scale)",
+            "0.01",
+            "1e-4",
+            "1",
+            "reference run",
+        ] {
+            let label = format!("\n{label}\n");
+            assert!(svg.body.contains(&label), "missing {label}");
+        }
+    }
+
+    #[test]
+    fn loss_curve_several_series_has_legend() {
+        let other = Series {
+            label: "no-mask".to_string(),
+            points: (1..=300)
+                .map(|s| (f64::from(s), 0.35 + 2.0 / f64::from(s)))
+                .collect(),
+        };
+        let svg = loss_curve(&[reference_series(), other], "").unwrap();
+        assert_themed(&svg, LOSS_SIZE);
+        assert!(svg.body.contains("\nno-mask\n") && svg.body.contains("\nreference\n"));
+        assert!(svg.body.contains("#D55E00"));
+        assert!(
+            svg.alt.starts_with("Training loss of 2 runs"),
+            "{}",
+            svg.alt
+        );
+        assert!(svg
+            .alt
+            .contains("no-mask falls from 2.4 at step 1 to 0.36 at step 300"));
+    }
+
+    #[test]
+    fn loss_curve_survives_bad_values() {
+        let bad = Series {
+            label: "bad".to_string(),
+            points: vec![
+                (0.0, f64::NAN),
+                (1.0, 0.0),
+                (2.0, -3.0),
+                (f64::INFINITY, 1.0),
+                (3.0, f64::INFINITY),
+                (4.0, 0.5),
+            ],
+        };
+        let svg = loss_curve(&[bad], "").unwrap();
+        assert_themed(&svg, LOSS_SIZE);
+        assert!(!svg.body.contains("NaN") && !svg.body.contains("inf"));
+        assert!(
+            svg.alt.contains("rises from ≤ 1e-6 at step 1 to 0.5"),
+            "{}",
+            svg.alt
+        );
+
+        let single = Series {
+            label: "one".to_string(),
+            points: vec![(10.0, 0.3)],
+        };
+        let svg = loss_curve(&[single], "").unwrap();
+        assert!(svg.body.contains("<circle"));
+        assert!(
+            svg.alt.contains("single value 0.3 at step 10"),
+            "{}",
+            svg.alt
+        );
+
+        let flat = Series {
+            label: String::new(),
+            points: vec![(1.0, 1.0), (2.0, 1.0)],
+        };
+        assert!(loss_curve(&[flat], "").unwrap().alt.contains("stays at 1"));
+
+        assert!(loss_curve(&[], "x").is_err());
+        let nan = Series {
+            label: "nan".to_string(),
+            points: vec![(1.0, f64::NAN)],
+        };
+        assert!(loss_curve(&[nan], "x").is_err());
+    }
+}

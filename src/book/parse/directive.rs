@@ -1,0 +1,176 @@
+//! Directives: fenced blocks whose info string is `run`, `figure`, `table` or `include`,
+//! typed from their TOML bodies, with every problem placed at its line.
+
+use super::events::Node;
+use super::Spanned;
+use crate::book::diag::{Diagnostic, FileId, Span};
+use crate::book::figures::FigureKind;
+use crate::book::kinds::{self, Body, Common};
+use crate::book::tables::TableKind;
+use crate::engine::experiments::RunSpec;
+
+/// A figure or table directive: its id, common fields and kind.
+#[derive(Clone, Debug)]
+pub struct Block<K> {
+    pub id: String,
+    /// The runs it draws, by id; never empty.
+    pub runs: Vec<String>,
+    /// One label per run (default: the run ids).
+    pub labels: Vec<String>,
+    /// The caption, parsed as inline markdown with its constructs attached.
+    pub caption: Vec<Node>,
+    pub kind: K,
+}
+
+impl<K> Block<K> {
+    /// The label of each run: the given one, else the run id.
+    pub fn run_labels(&self) -> Vec<&str> {
+        self.runs
+            .iter()
+            .enumerate()
+            .map(|(k, r)| self.labels.get(k).unwrap_or(r).as_str())
+            .collect()
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Directive {
+    /// ```` ```run id ````: a run spec (base, seed|seeds, overrides).
+    Run { id: String, spec: RunSpec },
+    /// ```` ```figure id ````.
+    Figure(Block<FigureKind>),
+    /// ```` ```table id ````.
+    Table(Block<TableKind>),
+    /// ```` ```include path[:anchor] ````.
+    Include {
+        path: String,
+        anchor: Option<String>,
+    },
+}
+
+impl Directive {
+    pub fn id(&self) -> Option<&str> {
+        match self {
+            Directive::Run { id, .. } => Some(id),
+            Directive::Figure(b) => Some(&b.id),
+            Directive::Table(b) => Some(&b.id),
+            Directive::Include { .. } => None,
+        }
+    }
+}
+
+/// Whether a fence's first word names a directive.
+pub fn is_directive(word: &str) -> bool {
+    matches!(word, "run" | "figure" | "table" | "include")
+}
+
+/// Whether inline constructs in a fence's body are read (figure and table captions).
+pub fn has_prose(word: &str) -> bool {
+    matches!(word, "figure" | "table")
+}
+
+/// What a directive's body needs from the chapter parse.
+pub struct Fence<'a> {
+    pub info: &'a str,
+    pub body: &'a str,
+    pub file: FileId,
+    /// The info line.
+    pub span: Span,
+    /// Source offset of a byte of `body`.
+    pub to_src: &'a dyn Fn(usize) -> usize,
+    /// Parses a caption into nodes.
+    pub caption: &'a dyn Fn(&str) -> Vec<Node>,
+}
+
+/// Parses a fence into a directive; `None` when it names one but is broken (diagnosed).
+pub fn parse(f: &Fence, diags: &mut Vec<Diagnostic>) -> Option<Spanned<Directive>> {
+    let mut words = f.info.split_whitespace();
+    let word = words.next().unwrap_or_default();
+    let err = |code, msg: String, hint: &str| {
+        Diagnostic::error(code, Some(f.span.clone()), msg).hint(hint.to_string())
+    };
+    let Some(arg) = words.next() else {
+        diags.push(err(
+            "directive",
+            format!("`{word}` needs an argument"),
+            match word {
+                "include" => "write ```include src/file.rs:anchor",
+                _ => "write e.g. ```run reference",
+            },
+        ));
+        return None;
+    };
+    if words.next().is_some() {
+        diags.push(err(
+            "directive",
+            format!("unexpected text after `{word} {arg}`"),
+            "a directive takes one argument",
+        ));
+        return None;
+    }
+    if word != "include" && !super::valid_id(arg) {
+        diags.push(err(
+            "directive",
+            format!("`{arg}` is not a valid id"),
+            "ids are lowercase letters, digits, `-` and `_`",
+        ));
+        return None;
+    }
+    let id = arg.to_string();
+    let body = Body {
+        text: f.body,
+        file: f.file,
+        to_src: f.to_src,
+        fence: &f.span,
+    };
+    let node = match word {
+        "run" => match toml::from_str::<RunSpec>(f.body) {
+            Ok(spec) => Directive::Run { id, spec },
+            Err(e) => {
+                diags.push(body.toml_error(&e, "run directive"));
+                return None;
+            }
+        },
+        "figure" => Directive::Figure(block(id, &body, f, diags)?),
+        "table" => Directive::Table(block(id, &body, f, diags)?),
+        _ => {
+            let (path, anchor) = match arg.split_once(':') {
+                Some((p, a)) => (p.to_string(), Some(a.to_string())),
+                None => (arg.to_string(), None),
+            };
+            Directive::Include { path, anchor }
+        }
+    };
+    Some(Spanned {
+        node,
+        span: f.span.clone(),
+    })
+}
+
+fn block<K: kinds::Kinds>(
+    id: String,
+    body: &Body,
+    f: &Fence,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Block<K>> {
+    let (common, kind): (Common, K) = kinds::read(body).map_err(|d| diags.push(d)).ok()?;
+    let placeholders = |s: &str| s.matches(super::PLACEHOLDER_OPEN).count();
+    if placeholders(f.body) != placeholders(&common.caption) {
+        diags.push(
+            Diagnostic::error(
+                "directive",
+                Some(f.span.clone()),
+                "claims, inserts and references belong in the caption",
+            )
+            .hint("write labels and other fields as plain text"),
+        );
+        return None;
+    }
+    Some(Block {
+        id,
+        runs: common.runs,
+        labels: common.labels,
+        caption: (f.caption)(&common.caption),
+        kind,
+    })
+}

@@ -1,0 +1,258 @@
+//! Parse: `book/book.toml` and each chapter, read once into [`Node`]s with their typed
+//! directives and inline constructs attached.
+//!
+//! Grammar of what the compiler reads beyond CommonMark (+ tables, `$math$`):
+//!
+//! ```text
+//! directive   = fence info NEWLINE body fence
+//! info        = "run" SP id            body: TOML run spec (base, seed|seeds, overrides)
+//!             | "figure" SP id         body: TOML { kind, runs, caption, labels?, … }
+//!             | "table" SP id          body: TOML { kind, runs, caption, labels?, … }
+//!             | "include" SP path [":" anchor]     body: empty
+//! claim       = "[" quoted "]" "{=" expr [ "~" tolerance ] "}"   checked figure
+//! insert      = "{=" expr "}"                                      inserted value, no claim
+//! label       = "{#eq-" id "}"       right after a `$$…$$` display equation
+//!             | "{#tab-" id "}"      in a `Table: caption` paragraph right after a table
+//! reference   = "{@" id "}"          to a figure, table or equation: "Figure 1.2", "(1.3)"
+//! id          = [a-z0-9][a-z0-9_-]*
+//! tolerance   = number [ "%" ]       absolute, or relative to the recomputed value
+//! ```
+//!
+//! The fields of each figure and table kind are those of its `Spec` (`figures/*.rs`,
+//! `tables/*.rs`). Claims, inserts, labels and references are read in prose, tables,
+//! lists, headings and figure and table captions, but not in code, math or HTML.
+
+pub mod directive;
+pub mod events;
+pub mod inline;
+
+pub use directive::{Block, Directive};
+pub use events::{Math, Node};
+pub use inline::{Inline, Tolerance};
+
+use super::diag::{Diagnostic, FileId, Sources, Span};
+use pulldown_cmark::{Event, HeadingLevel, Options, Tag, TagEnd};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// `book/book.toml`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BookConfig {
+    /// Title of the book, shown on every page.
+    pub title: String,
+    /// Author line.
+    pub author: String,
+    /// One paragraph for the index page.
+    #[serde(default)]
+    pub description: String,
+    /// Language of the text (`lang` attribute).
+    #[serde(default = "default_language")]
+    pub language: String,
+    /// Chapter files, in order, relative to `book/`.
+    pub chapters: Vec<String>,
+}
+
+fn default_language() -> String {
+    "en".into()
+}
+
+/// Stand-ins for inline constructs while the markdown is parsed: `U+E000 n U+E001`.
+pub const PLACEHOLDER_OPEN: char = '\u{E000}';
+pub const PLACEHOLDER_CLOSE: char = '\u{E001}';
+
+/// A value with where it came from.
+#[derive(Clone, Debug)]
+pub struct Spanned<T> {
+    pub node: T,
+    pub span: Span,
+}
+
+/// One chapter, parsed.
+pub struct Chapter {
+    pub file: FileId,
+    /// 1-based chapter number.
+    pub number: usize,
+    /// The text of its first `#` heading (without claims), or "Chapter N".
+    pub title: String,
+    /// Output file name, e.g. `chapter-1.html`.
+    pub slug: String,
+    /// The chapter in document order.
+    pub nodes: Vec<Node>,
+    /// Its inline constructs in source order; `Node::Inline(n)` is `inlines[n]`.
+    pub inlines: Vec<Spanned<Inline>>,
+}
+
+impl Chapter {
+    /// The chapter's directives, in document order.
+    pub fn directives(&self) -> impl Iterator<Item = &Spanned<Directive>> {
+        self.nodes.iter().filter_map(|n| match n {
+            Node::Directive(d) => Some(d),
+            _ => None,
+        })
+    }
+}
+
+pub struct Book {
+    pub root: PathBuf,
+    pub config: BookConfig,
+    pub chapters: Vec<Chapter>,
+}
+
+/// Reads `root/book/book.toml` and every chapter, collecting diagnostics.
+pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> Option<Book> {
+    let toml_path = root.join("book").join("book.toml");
+    let text = match std::fs::read_to_string(&toml_path) {
+        Ok(t) => t,
+        Err(e) => {
+            diags.push(
+                Diagnostic::error(
+                    "io",
+                    None,
+                    format!("cannot read {}: {e}", toml_path.display()),
+                )
+                .hint("a book needs book/book.toml with title, author and chapters"),
+            );
+            return None;
+        }
+    };
+    let file = sources.add(toml_path, text.clone());
+    let config: BookConfig = match toml::from_str(&text) {
+        Ok(c) => c,
+        Err(e) => {
+            let range = e.span().map_or(0..1, |r| r.start..r.end.max(r.start + 1));
+            diags.push(
+                Diagnostic::error("toml", Some(Span { file, range }), "invalid book.toml")
+                    .label(e.message()),
+            );
+            return None;
+        }
+    };
+    let mut chapters = Vec::new();
+    for (i, rel) in config.chapters.iter().enumerate() {
+        let path = root.join("book").join(rel);
+        match std::fs::read_to_string(&path) {
+            Ok(src) => {
+                let id = sources.add(path, src);
+                chapters.push(parse_chapter(id, i + 1, sources.text(id), diags));
+            }
+            Err(e) => {
+                let at = text.find(rel.as_str()).map_or(0..0, |o| o..o + rel.len());
+                diags.push(
+                    Diagnostic::error(
+                        "io",
+                        Some(Span { file, range: at }),
+                        format!("cannot read chapter `{rel}`: {e}"),
+                    )
+                    .label("listed here"),
+                );
+            }
+        }
+    }
+    Some(Book {
+        root: root.to_path_buf(),
+        config,
+        chapters,
+    })
+}
+
+/// The markdown extensions the book uses.
+pub fn options() -> Options {
+    Options::ENABLE_TABLES
+        | Options::ENABLE_MATH
+        | Options::ENABLE_FOOTNOTES
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_HEADING_ATTRIBUTES
+}
+
+/// Parses one chapter's markdown.
+pub fn parse_chapter(
+    file: FileId,
+    number: usize,
+    src: &str,
+    diags: &mut Vec<Diagnostic>,
+) -> Chapter {
+    let sub = inline::substitute(file, src);
+    let parsed = events::parse(file, src, &sub, diags);
+    let inlines: Vec<Spanned<Inline>> = sub
+        .found
+        .into_iter()
+        .zip(&parsed.index)
+        .filter(|(_, k)| k.is_some())
+        .map(|(f, _)| f.inline)
+        .collect();
+    let chapter = Chapter {
+        file,
+        number,
+        title: title(&parsed.nodes).unwrap_or_else(|| format!("Chapter {number}")),
+        slug: format!("chapter-{number}.html"),
+        nodes: parsed.nodes,
+        inlines,
+    };
+    duplicate_ids(&chapter, src, diags);
+    chapter
+}
+
+/// The text of the first `#` heading.
+fn title(nodes: &[Node]) -> Option<String> {
+    let start = nodes.iter().position(|n| {
+        matches!(
+            n,
+            Node::Md(Event::Start(Tag::Heading {
+                level: HeadingLevel::H1,
+                ..
+            }))
+        )
+    })?;
+    let mut t = String::new();
+    for n in &nodes[start + 1..] {
+        match n {
+            Node::Md(Event::End(TagEnd::Heading(_))) => break,
+            Node::Md(Event::Text(s)) => t.push_str(s),
+            _ => {}
+        }
+    }
+    Some(t.trim().to_string())
+}
+
+/// Ids must be unique across directives and labels.
+fn duplicate_ids(ch: &Chapter, src: &str, diags: &mut Vec<Diagnostic>) {
+    let mut seen: Vec<(&str, &Span)> = Vec::new();
+    let ids = ch
+        .directives()
+        .filter_map(|d| d.node.id().map(|id| (id, &d.span)))
+        .chain(ch.inlines.iter().filter_map(|s| match &s.node {
+            Inline::Label { id } => Some((id.as_str(), &s.span)),
+            _ => None,
+        }));
+    for (id, sp) in ids {
+        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == id) {
+            let line = src[..first.range.start.min(src.len())]
+                .matches('\n')
+                .count()
+                + 1;
+            diags.push(
+                Diagnostic::error(
+                    "duplicate-id",
+                    Some(sp.clone()),
+                    format!("duplicate id `{id}`"),
+                )
+                .label("defined again here")
+                .note(format!("first defined on line {line}")),
+            );
+        } else {
+            seen.push((id, sp));
+        }
+    }
+}
+
+/// `[a-z0-9][a-z0-9_-]*`
+pub fn valid_id(id: &str) -> bool {
+    let mut cs = id.chars();
+    cs.next()
+        .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && cs.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,208 @@
+//! Tests of the chapter parse: inline constructs, typed directives and where their errors
+//! are placed.
+
+use super::*;
+
+fn parse(src: &str) -> (Chapter, Vec<Diagnostic>) {
+    let mut d = Vec::new();
+    let c = parse_chapter(0, 1, src, &mut d);
+    (c, d)
+}
+
+fn line_of(src: &str, d: &Diagnostic) -> usize {
+    let at = d.span.as_ref().expect("a located diagnostic").range.start;
+    src[..at].matches('\n').count() + 1
+}
+
+#[test]
+fn claims_inserts_refs_and_labels() {
+    let src = "# T\n\nIt scored [94.6%]{=noscale.train.test.accuracy} in {=noscale.env.train_seconds}s, see {@fig-loss}.\n\n$$x$$ {#eq-x}\n\n`[1]{=not.a.claim}`\n";
+    let (c, d) = parse(src);
+    assert!(d.is_empty(), "{d:?}");
+    assert_eq!(c.inlines.len(), 4);
+    match &c.inlines[0].node {
+        Inline::Claim {
+            quoted,
+            expr,
+            quoted_span,
+            ..
+        } => {
+            assert_eq!(quoted, "94.6%");
+            assert_eq!(expr, "noscale.train.test.accuracy");
+            assert_eq!(&src[quoted_span.range.clone()], "94.6%");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(&c.inlines[1].node, Inline::Insert { .. }));
+    assert!(matches!(&c.inlines[2].node, Inline::Ref { id } if id == "fig-loss"));
+    assert!(matches!(&c.inlines[3].node, Inline::Label { id } if id == "eq-x"));
+    let code = c
+        .nodes
+        .iter()
+        .any(|n| matches!(n, Node::Md(Event::Code(t)) if &**t == "[1]{=not.a.claim}"));
+    assert!(code, "code is left alone");
+    let inline_nodes: Vec<usize> = c
+        .nodes
+        .iter()
+        .filter_map(|n| match n {
+            Node::Inline(k) => Some(*k),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        inline_nodes,
+        [0, 1, 2, 3],
+        "each construct sits where the parse met it"
+    );
+    assert_eq!(c.title, "T");
+}
+
+#[test]
+fn code_math_and_html_keep_constructs_as_written() {
+    let src = "# T\n\n```java\n/** {@link Foo} and {=x */\n```\n\n$a {=b}$ and <span title=\"{=c}\">d</span>\n";
+    let (c, d) = parse(src);
+    assert!(d.is_empty(), "{d:?}");
+    assert!(c.inlines.is_empty());
+    assert!(c
+        .nodes
+        .iter()
+        .any(|n| matches!(n, Node::Code { body, .. } if body.contains("{@link Foo} and {=x"))));
+    assert!(c
+        .nodes
+        .iter()
+        .any(|n| matches!(n, Node::Math(m) if m.tex == "a {=b}")));
+}
+
+#[test]
+fn directives_are_typed() {
+    let src = "```run short\nbase = \"reference\"\nseed = 3\n[train]\nsteps = 10\n```\n\n```figure fig-a\nkind = \"loss\"\nruns = [\"short\"]\nsmooth = 5\ncaption = \"Loss [0.5]{=short.train.final_loss ~ 1}\"\n```\n\n```include src/engine/model/attention.rs:attention\n```\n";
+    let (c, d) = parse(src);
+    assert!(d.is_empty(), "{d:?}");
+    let dirs: Vec<&Directive> = c.directives().map(|d| &d.node).collect();
+    assert_eq!(dirs.len(), 3);
+    assert!(
+        matches!(dirs[0], Directive::Run { id, spec } if id == "short" && spec.seed == Some(3))
+    );
+    match dirs[1] {
+        Directive::Figure(b) => {
+            assert_eq!(b.runs, ["short"]);
+            assert!(
+                matches!(&b.kind, crate::book::figures::FigureKind::Loss(s) if s.smooth == Some(5))
+            );
+            assert!(
+                b.caption.iter().any(|n| matches!(n, Node::Inline(0))),
+                "{:?}",
+                b.caption
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        matches!(dirs[2], Directive::Include { path, anchor: Some(a) } if path == "src/engine/model/attention.rs" && a == "attention")
+    );
+}
+
+#[test]
+fn toml_errors_point_into_the_body() {
+    let src = "intro\n\n```run r\nseed = \"three\"\n```\n";
+    let (_, d) = parse(src);
+    assert_eq!(d.len(), 1);
+    assert_eq!(line_of(src, &d[0]), 4);
+}
+
+#[test]
+fn figure_and_table_errors_have_their_lines() {
+    let fig = |body: &str| format!("# T\n\n```figure fig-x\n{body}\n```\n");
+    let cases = [
+        // (body, line, code, text)
+        (
+            "kind = \"pie\"\nruns = [\"r\"]\ncaption = \"c\"",
+            4,
+            "unknown-kind",
+            "unknown figure kind `pie`",
+        ),
+        (
+            "runs = [\"r\"]\ncaption = \"c\"",
+            3,
+            "toml",
+            "missing field `kind`",
+        ),
+        (
+            "kind = \"loss\"\nruns = [\"r\"]",
+            3,
+            "toml",
+            "missing field `caption`",
+        ),
+        (
+            "kind = \"loss\"\nruns = [\"r\"]\ncaption = \"c\"\nsmoth = 3",
+            7,
+            "toml",
+            "unknown field `smoth`",
+        ),
+        (
+            "kind = \"loss\"\nruns = [\"r\"]\ncaption = \"c\"\nsmooth = \"x\"",
+            7,
+            "toml",
+            "invalid type",
+        ),
+        (
+            "kind = \"loss\"\nruns = []\ncaption = \"c\"",
+            3,
+            "no-runs",
+            "draws no runs",
+        ),
+        (
+            "kind = \"loss\"\nruns = [\"r\"]\nlabels = [\"{=r.params}\"]\ncaption = \"c\"",
+            3,
+            "directive",
+            "belong in the caption",
+        ),
+    ];
+    for (body, line, code, text) in cases {
+        let src = fig(body);
+        let (c, d) = parse(&src);
+        assert_eq!(d.len(), 1, "{body}: {d:?}");
+        assert_eq!(
+            (line_of(&src, &d[0]), d[0].code),
+            (line, code),
+            "{body}: {d:?}"
+        );
+        let said = format!(
+            "{} {}",
+            d[0].message,
+            d[0].label.clone().unwrap_or_default()
+        );
+        assert!(said.contains(text), "{body}: {said}");
+        assert!(c.nodes.iter().any(|n| matches!(n, Node::Broken)));
+    }
+    let src = "```table t\nkind = \"seed-spread\"\nruns = [\"r\"]\ncaption = \"c\"\n```\n";
+    let (_, d) = parse(src);
+    assert_eq!(
+        d.len(),
+        1,
+        "{:?}",
+        d.iter().map(|d| (&d.message, &d.label)).collect::<Vec<_>>()
+    );
+    assert!(
+        d[0].label
+            .as_deref()
+            .unwrap_or_default()
+            .contains("missing field `columns`"),
+        "{d:?}"
+    );
+    assert_eq!(
+        line_of(src, &d[0]),
+        2,
+        "toml places a missing field of the kind at the body"
+    );
+}
+
+#[test]
+fn an_unbalanced_display_formula_is_located() {
+    let src = "# T\n\nText.\n\n$$ \\frac{1}{ $$\n\nMore.\n";
+    let (_, d) = parse(src);
+    assert_eq!(d.len(), 1, "{d:?}");
+    assert_eq!((line_of(src, &d[0]), d[0].code), (5, "math-unclosed"));
+    let (_, d) = parse("# T\n\n$$ \\frac{1}{2} $$ and `$$` in code\n");
+    assert!(d.is_empty(), "{d:?}");
+}

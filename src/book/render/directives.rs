@@ -1,0 +1,130 @@
+//! Figure and table directives: their runs are looked up, their kind draws them or
+//! lists their rows, and the result is wrapped, numbered and captioned by its partial.
+
+use super::Renderer;
+use crate::book::diag::{Diagnostic, Span};
+use crate::book::figures::FigureKind;
+use crate::book::kinds::{Kinds, RunData};
+use crate::book::parse::{Block, Node};
+use crate::book::runs::Results;
+use crate::book::tables::TableKind;
+use minijinja::{context, Value};
+
+/// The runs of a directive with their labels; an unknown run is reported at `span`.
+fn resolve<'r, K>(
+    diags: &mut Vec<Diagnostic>,
+    results: &'r Results,
+    b: &'r Block<K>,
+    what: &str,
+    span: &Span,
+) -> Option<Vec<RunData<'r>>> {
+    let mut out = Vec::new();
+    for (id, label) in b.runs.iter().zip(b.run_labels()) {
+        let Some(produced) = results.by_run.get(id) else {
+            diags.push(
+                Diagnostic::error(
+                    "unknown-run",
+                    Some(span.clone()),
+                    format!("{what} uses unknown run `{id}`"),
+                )
+                .hint(format!(
+                    "runs declared in the book: {}",
+                    results.declared().join(", ")
+                )),
+            );
+            return None;
+        };
+        out.push(RunData {
+            id,
+            label,
+            seeds: produced.iter().map(|p| &p.result).collect(),
+        });
+    }
+    Some(out)
+}
+
+impl Renderer<'_> {
+    /// A figure directive: its SVG in `partials/figure.html`, or nothing if it cannot be drawn.
+    pub(super) fn figure(
+        &mut self,
+        b: &Block<FigureKind>,
+        label: &str,
+        caption: &str,
+        span: &Span,
+    ) -> String {
+        let results = self.results;
+        let Some(runs) = resolve(&mut self.diags, results, b, "this figure", span) else {
+            return String::new();
+        };
+        match b.kind.get().draw(&runs) {
+            Ok(svg) => self.html(
+                "partials/figure.html",
+                context! { id => &b.id, label, caption => Value::from_safe_string(caption.into()), svg },
+            ),
+            Err(d) => {
+                self.diags.push(d.at(span.clone()));
+                String::new()
+            }
+        }
+    }
+
+    /// A table directive: its kind's template in `partials/table.html` (empty on a problem).
+    pub(super) fn table(
+        &mut self,
+        b: &Block<TableKind>,
+        label: &str,
+        caption: &str,
+        span: &Span,
+    ) -> String {
+        let results = self.results;
+        let rows =
+            resolve(&mut self.diags, results, b, "this table", span).and_then(|runs| {
+                match b.kind.get().rows(&runs, &self.env) {
+                    Ok(rows) => Some(rows),
+                    Err(d) => {
+                        self.diags.push(d.at(span.clone()));
+                        None
+                    }
+                }
+            });
+        let table = match rows {
+            Some(rows) => self.html(&format!("tables/{}.html", b.kind.name()), rows),
+            None => String::new(),
+        };
+        self.wrap_table(&b.id, label, caption, &table)
+    }
+
+    /// A numbered table (directive or captioned markdown): `partials/table.html`.
+    pub(super) fn wrap_table(
+        &mut self,
+        id: &str,
+        label: &str,
+        caption: &str,
+        table: &str,
+    ) -> String {
+        self.html(
+            "partials/table.html",
+            context! {
+                id,
+                label,
+                caption => Value::from_safe_string(caption.into()),
+                table => Value::from_safe_string(table.into()),
+            },
+        )
+    }
+
+    /// A caption's nodes as inline HTML (without the paragraph), and as plain text.
+    pub(super) fn caption(
+        &mut self,
+        nodes: &[Node],
+        inlines: &[super::inlines::InlineOut],
+    ) -> (String, String) {
+        let (html, text) = self.inline_html(nodes, inlines);
+        let h = html.trim();
+        let h = h
+            .strip_prefix("<p>")
+            .and_then(|x| x.strip_suffix("</p>"))
+            .unwrap_or(h);
+        (h.to_string(), text)
+    }
+}

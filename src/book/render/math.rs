@@ -1,0 +1,77 @@
+//! Math: formulas rendered by KaTeX (server-side), with a cache that warm builds read
+//! instead of starting the JavaScript engine, and KaTeX's errors placed in the source.
+
+use super::Renderer;
+use crate::book::diag::Diagnostic;
+use crate::book::parse::Math;
+use minijinja::context;
+use std::collections::HashMap;
+
+/// KaTeX output by (display, formula). Persisted so warm builds never start the JS engine.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+pub struct KatexCache {
+    pub entries: HashMap<String, String>,
+    #[serde(skip)]
+    pub dirty: bool,
+}
+
+impl KatexCache {
+    pub fn render(&mut self, formula: &str, display: bool) -> Result<String, String> {
+        let key = format!("{}{formula}", if display { "D" } else { "I" });
+        if let Some(h) = self.entries.get(&key) {
+            return Ok(h.clone());
+        }
+        let opts = katex::Opts::builder()
+            .display_mode(display)
+            .throw_on_error(true)
+            .build()
+            .map_err(|e| e.to_string())?;
+        let html = katex::render_with_opts(formula, &opts).map_err(|e| e.to_string())?;
+        self.entries.insert(key, html.clone());
+        self.dirty = true;
+        Ok(html)
+    }
+}
+
+impl Renderer<'_> {
+    /// A formula's HTML; one KaTeX cannot render is reported and shown as written.
+    pub(super) fn math(&mut self, m: &Math) -> String {
+        match self.katex.render(&m.tex, m.display) {
+            Ok(h) => h,
+            Err(e) => {
+                self.katex_error(m, &e);
+                self.html("partials/math-error.html", context! { tex => &m.tex })
+            }
+        }
+    }
+
+    fn katex_error(&mut self, m: &Math, e: &str) {
+        let mut span = m.span.clone();
+        // KaTeX reports a 1-based "position N" within the formula.
+        if let Some(p) = e
+            .split("position ")
+            .nth(1)
+            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .filter(|_| m.exact)
+        {
+            let start = span.range.start + if m.display { 2 } else { 1 } + p.saturating_sub(1);
+            if start < span.range.end {
+                span.range = start..start + 1;
+            }
+        }
+        // "failed to execute js (detail: String(\"ParseError: KaTeX parse error: … at position N: …\"))"
+        let msg = match e.split("KaTeX parse error: ").nth(1) {
+            Some(m) => m
+                .split(" at position")
+                .next()
+                .unwrap_or(m)
+                .replace("\\\\", "\\")
+                .replace('\u{332}', ""),
+            None => e.to_string(),
+        };
+        self.diags.push(
+            Diagnostic::error("katex", Some(span), "KaTeX cannot render this formula").label(msg),
+        );
+    }
+}

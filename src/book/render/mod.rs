@@ -1,0 +1,149 @@
+//! Render: parsed chapters plus run results → HTML, one job per file, with every claim
+//! checked on the way. All HTML comes from `templates/partials/` and `templates/tables/`.
+//!
+//! - `walk`: the walk over a chapter's nodes, into pulldown-cmark's HTML writer
+//! - `inlines`: claims, inserts and references (and the claim records)
+//! - `numbering`: figure, table and equation numbers, and what references point to
+//! - `math`: KaTeX, with its cache
+//! - `listings`: included source and highlighted code blocks
+//! - `directives`: figures and tables from their kinds
+//! - `tables`: markdown tables and their captions
+//! - `search`: the search index, from the nodes' text
+//! - `html`: the partials' template environment
+
+mod directives;
+mod html;
+mod inlines;
+mod listings;
+mod math;
+mod numbering;
+mod search;
+mod tables;
+mod walk;
+
+pub use math::KatexCache;
+
+use super::claims::ClaimRecord;
+use super::diag::{Diagnostic, Sources};
+use super::parse::Book;
+use super::runs::Results;
+use serde::Serialize;
+use std::path::Path;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct TocEntry {
+    pub level: u8,
+    pub id: String,
+    pub text: String,
+}
+
+/// A section of plain text for the search index.
+#[derive(Clone, Debug, Serialize)]
+pub struct SearchEntry {
+    pub title: String,
+    pub url: String,
+    pub text: String,
+}
+
+/// A rendered chapter.
+pub struct RenderedChapter {
+    pub title: String,
+    pub slug: String,
+    pub html: String,
+    pub toc: Vec<TocEntry>,
+    pub search: Vec<SearchEntry>,
+    pub counts: Counts,
+}
+
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+pub struct Counts {
+    pub checked: usize,
+    pub inserted: usize,
+    pub figures: usize,
+    pub tables: usize,
+    pub equations: usize,
+    pub listings: usize,
+}
+
+impl std::ops::AddAssign for Counts {
+    fn add_assign(&mut self, o: Counts) {
+        self.checked += o.checked;
+        self.inserted += o.inserted;
+        self.figures += o.figures;
+        self.tables += o.tables;
+        self.equations += o.equations;
+        self.listings += o.listings;
+    }
+}
+
+/// What rendering the book produced.
+pub struct Rendered {
+    pub chapters: Vec<RenderedChapter>,
+    pub claims: Vec<ClaimRecord>,
+    pub counts: Counts,
+}
+
+/// Shared state of the render stage.
+struct Renderer<'a> {
+    root: &'a Path,
+    results: &'a Results,
+    sources: &'a Sources,
+    /// The expression environment and the context claims are evaluated in.
+    env: minijinja::Environment<'static>,
+    ctx: minijinja::Value,
+    katex: &'a mut KatexCache,
+    partials: html::Partials,
+    anchors: numbering::Anchors,
+    claims: Vec<ClaimRecord>,
+    diags: Vec<Diagnostic>,
+}
+
+impl Renderer<'_> {
+    /// A partial's HTML; a template that fails is reported, and renders as nothing.
+    fn html(&mut self, name: &str, ctx: minijinja::Value) -> String {
+        match self.partials.render(name, ctx) {
+            Ok(h) => h,
+            Err(e) => {
+                self.diags.push(Diagnostic::error(
+                    "template",
+                    None,
+                    format!("cannot render templates/{name}: {e:#}"),
+                ));
+                String::new()
+            }
+        }
+    }
+}
+
+/// Renders every chapter of the book, checking its claims against `results`.
+pub fn render(
+    book: &Book,
+    results: &Results,
+    sources: &Sources,
+    katex: &mut KatexCache,
+    diags: &mut Vec<Diagnostic>,
+) -> Rendered {
+    let mut r = Renderer {
+        root: &book.root,
+        results,
+        sources,
+        env: super::expr::environment(),
+        ctx: super::expr::context(results),
+        katex,
+        partials: html::Partials::new(&book.root),
+        anchors: numbering::anchors(&book.chapters),
+        claims: Vec::new(),
+        diags: Vec::new(),
+    };
+    let chapters: Vec<RenderedChapter> = book.chapters.iter().map(|ch| r.chapter(ch)).collect();
+    let mut counts = Counts::default();
+    for c in &chapters {
+        counts += c.counts;
+    }
+    diags.append(&mut r.diags);
+    Rendered {
+        chapters,
+        claims: r.claims,
+        counts,
+    }
+}

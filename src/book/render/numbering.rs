@@ -1,0 +1,140 @@
+//! Numbering and cross-references: figures, tables (directives and captioned markdown
+//! tables) and display equations are numbered in document order, per chapter.
+
+use crate::book::parse::{Chapter, Directive, Inline, Node};
+use pulldown_cmark::{Event, Tag, TagEnd};
+use std::collections::HashMap;
+
+/// Where numbered things live, across chapters: id → (label, page).
+pub type Anchors = HashMap<String, (String, String)>;
+
+/// A numbered thing: "Figure 1.2", "Table 1.1" or "(1.3)", and its id if it has one.
+#[derive(Clone, Debug)]
+pub struct Number {
+    pub label: String,
+    pub id: Option<String>,
+}
+
+/// The numbers of a chapter, by the index of the node that starts each numbered thing.
+pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
+    let (mut fig, mut tab, mut eq) = (0, 0, 0);
+    let mut out = HashMap::new();
+    for (i, node) in ch.nodes.iter().enumerate() {
+        let number = match node {
+            Node::Directive(d) => match &d.node {
+                Directive::Figure(b) => {
+                    fig += 1;
+                    (format!("Figure {}.{fig}", ch.number), Some(b.id.clone()))
+                }
+                Directive::Table(b) => {
+                    tab += 1;
+                    (format!("Table {}.{tab}", ch.number), Some(b.id.clone()))
+                }
+                _ => continue,
+            },
+            Node::Md(Event::Start(Tag::Table(_))) => {
+                let Some(cap) = table_caption(ch, i) else {
+                    continue;
+                };
+                tab += 1;
+                (format!("Table {}.{tab}", ch.number), cap.id)
+            }
+            Node::Math(m) if m.display => {
+                eq += 1;
+                (format!("({}.{eq})", ch.number), label_after(ch, i))
+            }
+            _ => continue,
+        };
+        out.insert(
+            i,
+            Number {
+                label: number.0,
+                id: number.1,
+            },
+        );
+    }
+    out
+}
+
+/// Numbers every chapter; returns id → (label, page).
+pub fn anchors(chapters: &[Chapter]) -> Anchors {
+    let mut anchors = Anchors::new();
+    for ch in chapters {
+        for n in numbers(ch).into_values() {
+            if let Some(id) = n.id {
+                anchors.insert(id, (n.label, ch.slug.clone()));
+            }
+        }
+    }
+    anchors
+}
+
+/// A `Table: caption {#tab-id}` paragraph right after a markdown table.
+pub struct TableCaption {
+    pub id: Option<String>,
+    /// The caption's nodes, without `Table:`.
+    pub inner: Vec<Node>,
+    /// The index after the caption paragraph.
+    pub end: usize,
+}
+
+/// The index of the `End(Table)` of the table starting at `start`.
+pub fn table_end(nodes: &[Node], start: usize) -> usize {
+    start
+        + nodes[start..]
+            .iter()
+            .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Table))))
+            .unwrap_or(0)
+}
+
+/// The caption of the markdown table starting at node `start`, if it has one.
+pub fn table_caption(ch: &Chapter, start: usize) -> Option<TableCaption> {
+    let nodes = &ch.nodes;
+    let close = table_end(nodes, start);
+    if !matches!(
+        nodes.get(close + 1)?,
+        Node::Md(Event::Start(Tag::Paragraph))
+    ) {
+        return None;
+    }
+    let Node::Md(Event::Text(first)) = nodes.get(close + 2)? else {
+        return None;
+    };
+    let rest = first.strip_prefix("Table:")?;
+    let para_end = close
+        + 2
+        + nodes[close + 2..]
+            .iter()
+            .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Paragraph))))?;
+    let mut inner = vec![Node::Md(Event::Text(rest.trim_start().to_string().into()))];
+    inner.extend(nodes[close + 3..para_end].iter().cloned());
+    let id = inner.iter().rev().find_map(|n| match n {
+        Node::Inline(k) => match &ch.inlines[*k].node {
+            Inline::Label { id } => Some(id.clone()),
+            _ => None,
+        },
+        _ => None,
+    });
+    Some(TableCaption {
+        id,
+        inner,
+        end: para_end + 1,
+    })
+}
+
+/// The `{#eq-…}` label right after the display formula at node `i`, after blanks only.
+fn label_after(ch: &Chapter, i: usize) -> Option<String> {
+    for node in &ch.nodes[i + 1..] {
+        match node {
+            Node::Md(Event::Text(t)) if t.trim().is_empty() => {}
+            Node::Inline(k) => {
+                return match &ch.inlines[*k].node {
+                    Inline::Label { id } => Some(id.clone()),
+                    _ => None,
+                }
+            }
+            _ => return None,
+        }
+    }
+    None
+}

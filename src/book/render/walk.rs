@@ -1,0 +1,275 @@
+//! The walk over a chapter's nodes: prose goes to pulldown-cmark's HTML writer as it is,
+//! every other node becomes the HTML of its partial, and the search text is collected.
+
+use super::inlines::InlineOut;
+use super::numbering::{self, Number};
+use super::search::Search;
+use super::{Counts, RenderedChapter, Renderer, TocEntry};
+use crate::book::claims::ClaimKind;
+use crate::book::parse::{Chapter, Directive, Math, Node, Spanned};
+use minijinja::{context, Value};
+use pulldown_cmark::{Event, HeadingLevel, Tag, TagEnd};
+
+impl Renderer<'_> {
+    /// Renders one chapter.
+    pub(super) fn chapter(&mut self, ch: &Chapter) -> RenderedChapter {
+        let inlines = self.inlines(ch);
+        let numbers = numbering::numbers(ch);
+        let mut counts = Counts::default();
+        let mut toc = Vec::new();
+        let mut title = ch.title.clone();
+        let mut search = Search::new(&ch.slug);
+        let mut out: Vec<Event<'static>> = Vec::with_capacity(ch.nodes.len());
+        let number = |i: usize| {
+            numbers
+                .get(&i)
+                .map(|n: &Number| n.label.clone())
+                .unwrap_or_default()
+        };
+        let mut i = 0;
+        while i < ch.nodes.len() {
+            let html = match &ch.nodes[i] {
+                Node::Md(Event::Start(Tag::Heading { level, id, .. })) => {
+                    let end = i + ch.nodes[i..]
+                        .iter()
+                        .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Heading(_)))))
+                        .unwrap_or(0);
+                    let nodes = &ch.nodes[i + 1..end];
+                    i = end + 1;
+                    let (html, text) = self.heading(
+                        *level,
+                        id.as_deref(),
+                        nodes,
+                        &inlines,
+                        &mut toc,
+                        &mut search,
+                    );
+                    match html {
+                        Some(html) => out.push(Event::Html(html.into())),
+                        None => title = text,
+                    }
+                    continue;
+                }
+                Node::Md(Event::Start(Tag::Table(_))) => {
+                    let (html, next) =
+                        self.md_table(ch, i, &numbers, &inlines, &mut counts, &mut search);
+                    out.push(Event::Html(html.into()));
+                    i = next;
+                    continue;
+                }
+                Node::Code { lang, body } => {
+                    search.push(body);
+                    self.code_block(lang, body)
+                }
+                Node::Directive(d) => {
+                    self.directive(d, &number(i), &inlines, &mut counts, &mut search)
+                }
+                Node::Broken => String::new(),
+                Node::Math(m) if m.display => {
+                    counts.equations += 1;
+                    search.push(&m.tex);
+                    self.equation(m, numbers.get(&i))
+                }
+                node => {
+                    self.inline_node(node, &inlines, &mut out, &mut search);
+                    i += 1;
+                    continue;
+                }
+            };
+            out.push(Event::Html(html.into()));
+            i += 1;
+        }
+        let mut html = String::new();
+        pulldown_cmark::html::push_html(&mut html, out.into_iter());
+        let file = self.sources.display_path(ch.file);
+        let mine = self.claims.iter().filter(|c| c.file == file);
+        counts.checked = mine
+            .clone()
+            .filter(|c| c.kind == ClaimKind::Checked)
+            .count();
+        counts.inserted = mine.filter(|c| c.kind == ClaimKind::Inserted).count();
+        let search = search.finish(&title);
+        RenderedChapter {
+            title,
+            slug: ch.slug.clone(),
+            html,
+            toc,
+            search,
+            counts,
+        }
+    }
+
+    /// A heading's HTML, with its entry in the table of contents and the search index, and
+    /// its text; the page's `#` title has no HTML.
+    fn heading(
+        &mut self,
+        level: HeadingLevel,
+        id: Option<&str>,
+        nodes: &[Node],
+        inlines: &[InlineOut],
+        toc: &mut Vec<TocEntry>,
+        search: &mut Search,
+    ) -> (Option<String>, String) {
+        let (inner, text) = self.inline_html(nodes, inlines);
+        let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+        if level == HeadingLevel::H1 {
+            return (None, text);
+        }
+        let id = id.map_or_else(|| format!("sec-{}", slugify(&text)), ToString::to_string);
+        let level = level as u8;
+        if level <= 3 {
+            toc.push(TocEntry {
+                level,
+                id: id.clone(),
+                text: text.clone(),
+            });
+        }
+        if level == 2 {
+            search.section(&text, &id);
+        } else {
+            search.push(&text);
+        }
+        let inner = Value::from_safe_string(inner);
+        let html = self.html(
+            "partials/heading.html",
+            context! { level, id, inner, text => &text },
+        );
+        (Some(html), text)
+    }
+
+    /// A directive's HTML (nothing for a run), counted and indexed for search.
+    fn directive(
+        &mut self,
+        d: &Spanned<Directive>,
+        number: &str,
+        inlines: &[InlineOut],
+        counts: &mut Counts,
+        search: &mut Search,
+    ) -> String {
+        match &d.node {
+            Directive::Run { .. } => String::new(),
+            Directive::Include { path, anchor } => {
+                counts.listings += 1;
+                let (html, code) = self.include(path, anchor.as_deref(), &d.span);
+                search.push(path);
+                search.push(&code);
+                html
+            }
+            Directive::Figure(b) => {
+                counts.figures += 1;
+                let (caption, text) = self.caption(&b.caption, inlines);
+                search.push(&text);
+                self.figure(b, number, &caption, &d.span)
+            }
+            Directive::Table(b) => {
+                counts.tables += 1;
+                let (caption, text) = self.caption(&b.caption, inlines);
+                search.push(&text);
+                self.table(b, number, &caption, &d.span)
+            }
+        }
+    }
+
+    /// A display formula with its number: `partials/equation.html`.
+    fn equation(&mut self, m: &Math, number: Option<&Number>) -> String {
+        let math = Value::from_safe_string(self.math(m));
+        let id = number.and_then(|n| n.id.as_deref()).unwrap_or_default();
+        let label = number.map(|n| n.label.as_str()).unwrap_or_default();
+        self.html("partials/equation.html", context! { id, math, label })
+    }
+
+    /// A node within prose: markdown as it is, inline constructs and formulas as HTML.
+    fn inline_node(
+        &mut self,
+        node: &Node,
+        inlines: &[InlineOut],
+        out: &mut Vec<Event<'static>>,
+        search: &mut Search,
+    ) {
+        match node {
+            Node::Inline(k) => {
+                out.push(Event::InlineHtml(inlines[*k].html.clone().into()));
+                search.push_inline(&inlines[*k].text);
+            }
+            Node::Math(m) => {
+                search.push_inline(&m.tex);
+                let html = if m.display {
+                    self.equation(m, None)
+                } else {
+                    self.math(m)
+                };
+                out.push(Event::InlineHtml(html.into()));
+            }
+            Node::Md(ev) => {
+                match ev {
+                    Event::Text(t) | Event::Code(t) => search.push_inline(t),
+                    Event::SoftBreak | Event::HardBreak => search.push(""),
+                    Event::End(end) if !inline_end(*end) => search.push(""),
+                    _ => {}
+                }
+                out.push(ev.clone());
+            }
+            Node::Code { .. } | Node::Directive(_) | Node::Broken => {}
+        }
+    }
+
+    /// Nodes within a block (a heading, a caption, a table) as HTML, and their plain text.
+    pub(super) fn inline_html(
+        &mut self,
+        nodes: &[Node],
+        inlines: &[InlineOut],
+    ) -> (String, String) {
+        let mut events: Vec<Event<'static>> = Vec::with_capacity(nodes.len());
+        let mut search = Search::new("");
+        for node in nodes {
+            self.inline_node(node, inlines, &mut events, &mut search);
+        }
+        let mut html = String::new();
+        pulldown_cmark::html::push_html(&mut html, events.into_iter());
+        (html, search.finish("").remove(0).text)
+    }
+}
+
+/// Whether a tag closes inline markup (no word break for search).
+fn inline_end(end: TagEnd) -> bool {
+    matches!(
+        end,
+        TagEnd::Emphasis
+            | TagEnd::Strong
+            | TagEnd::Strikethrough
+            | TagEnd::Link
+            | TagEnd::Image
+            | TagEnd::Superscript
+            | TagEnd::Subscript
+    )
+}
+
+/// The id of a heading without an explicit `{#id}`: a slug of its text.
+pub fn slugify(s: &str) -> String {
+    let mut out = String::new();
+    for c in s.chars() {
+        if c.is_alphanumeric() {
+            out.extend(c.to_lowercase());
+        } else if (c.is_whitespace() || c == '-' || c == '.')
+            && !out.ends_with('-')
+            && !out.is_empty()
+        {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs() {
+        assert_eq!(
+            slugify("1.4 Why the square root"),
+            "1-4-why-the-square-root"
+        );
+        assert_eq!(slugify("Where this goes wrong"), "where-this-goes-wrong");
+    }
+}
