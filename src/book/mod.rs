@@ -26,11 +26,13 @@
 mod bless;
 pub mod claims;
 pub mod diag;
+pub mod export;
 pub mod expr;
 pub mod figures;
 pub mod kinds;
 pub mod numerics;
 pub mod parse;
+pub mod plan;
 pub mod render;
 pub mod runs;
 pub mod site;
@@ -57,6 +59,9 @@ pub struct BuildOptions {
     /// Train even if this machine's numerics differ from the book's; figures that then
     /// differ are reported as not comparable instead of drifted.
     pub ignore_numerics: bool,
+    /// Make every warning about the text an error (`unbound-number`, …), as
+    /// `deny_warnings = true` in `book/book.toml` does.
+    pub deny_warnings: bool,
 }
 
 /// Everything a build produced, diagnostics included.
@@ -112,6 +117,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
 
     let t = Instant::now();
     let plans = runs::plan(&book, &mut o.diags);
+    unknown_reruns(&opts.runs, &plans, &mut o.diags);
     o.timings.push(("plan", t.elapsed()));
 
     // A book with broken directives is not worth hours of training: only cached runs then.
@@ -119,6 +125,10 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     run_opts.offline |= o.errors() > 0;
     let t = Instant::now();
     let resolved = runs::resolve(&plans, &run_opts);
+    if !resolved.conflicts.is_empty() {
+        o.diags.extend(runs::conflict_diagnostics(&resolved));
+        return;
+    }
 
     // Before anything trains: does this machine compute the book's bits?
     let must_train = !run_opts.offline && !resolved.todo.is_empty();
@@ -178,6 +188,9 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     if opts.bless {
         bless_stage(opts, o, &claims, measured.as_ref());
     }
+    if opts.deny_warnings || book.config.deny_warnings {
+        diag::deny_warnings(&mut o.diags);
+    }
 
     let t = Instant::now();
     if let (Some(out), 0) = (&opts.out, o.errors()) {
@@ -194,6 +207,26 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     o.timings.push(("write", t.elapsed()));
     o.claims = claims;
     o.chapters = chapters;
+}
+
+/// `--rerun ID` for an id the book does not declare is an error (it would rerun nothing).
+fn unknown_reruns(opts: &runs::RunOptions, plans: &[runs::RunPlan], diags: &mut Vec<Diagnostic>) {
+    for id in &opts.rerun {
+        if !plans.iter().any(|p| &p.id == id) {
+            let declared: Vec<&str> = plans.iter().map(|p| p.id.as_str()).collect();
+            diags.push(
+                Diagnostic::error(
+                    "unknown-run",
+                    None,
+                    format!("`--rerun {id}`: the book declares no run `{id}`"),
+                )
+                .hint(format!(
+                    "runs declared in the book: {}",
+                    declared.join(", ")
+                )),
+            );
+        }
+    }
 }
 
 /// `--bless`: drifted figures rewritten, this machine's numerics fingerprint recorded.

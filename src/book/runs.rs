@@ -47,7 +47,11 @@ pub struct Job {
 /// Options of the run stage.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
+    /// The run cache: where runs are looked up first and new ones are written.
     pub cache_dir: PathBuf,
+    /// More run caches to read (merged views: CI shards, a colleague's cache). Entries
+    /// must verify, and two entries with one key must hold the same bits.
+    pub extra_caches: Vec<PathBuf>,
     /// Fail instead of training.
     pub offline: bool,
     /// Run these ids again even if cached (empty set + `rerun_all` = everything).
@@ -173,50 +177,92 @@ pub fn load_entry(dir: &Path, job: &Job, profile: Profile) -> Result<RunResult, 
     entry::load(dir, &job.config, job.seed, profile)
 }
 
-/// What the cache already holds, and what must train (with the reason).
+/// What the caches already hold, and what must train (with the reason).
 pub struct Resolved {
     pub done: Vec<(Job, Produced)>,
     pub todo: Vec<(Job, String)>,
     /// One line per cached job.
     pub report: Vec<String>,
+    /// Two caches disagree about a key: loud errors, one per key.
+    pub conflicts: Vec<(Job, entry::Conflict)>,
 }
 
-/// Looks every planned (run, seed) up in the cache.
+impl RunOptions {
+    /// Every cache to read, the writable one first.
+    pub fn caches(&self) -> Vec<PathBuf> {
+        std::iter::once(self.cache_dir.clone())
+            .chain(self.extra_caches.iter().cloned())
+            .collect()
+    }
+}
+
+/// The jobs of every planned (run, seed), with their cache keys.
+pub fn jobs(plans: &[RunPlan], profile: Profile) -> Vec<Job> {
+    plans
+        .iter()
+        .flat_map(|p| {
+            p.seeds.iter().map(|&seed| Job {
+                run: p.id.clone(),
+                seed,
+                config: p.config.clone(),
+                key: entry::key(&p.config, seed, profile),
+                span: p.span.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Looks every planned (run, seed) up in the caches.
 pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
-    let runs_dir = opts.cache_dir.join("runs");
+    let caches = opts.caches();
     let mut r = Resolved {
         done: Vec::new(),
         todo: Vec::new(),
         report: Vec::new(),
+        conflicts: Vec::new(),
     };
-    for p in plans {
-        for &seed in &p.seeds {
-            let key = entry::key(&p.config, seed, opts.profile);
-            let job = Job {
-                run: p.id.clone(),
-                seed,
-                config: p.config.clone(),
-                key: key.clone(),
-                span: p.span.clone(),
-            };
-            let dir = runs_dir.join(&key);
-            let forced = opts.rerun_all || opts.rerun.contains(&p.id);
-            match (forced, load_entry(&dir, &job, opts.profile)) {
-                (false, Ok(result)) => {
-                    r.report.push(format!("{} seed {seed}: cached", p.id));
-                    let produced = Produced {
-                        result,
-                        dir,
-                        cached: true,
-                    };
-                    r.done.push((job, produced));
-                }
-                (true, _) => r.todo.push((job, "--rerun asked for it".into())),
-                (false, Err(why)) => r.todo.push((job, why)),
+    for job in jobs(plans, opts.profile) {
+        let forced = opts.rerun_all || opts.rerun.contains(&job.run);
+        if forced {
+            r.todo.push((job, "--rerun asked for it".into()));
+            continue;
+        }
+        match entry::find(&caches, &job.key, &job.config, job.seed, opts.profile) {
+            Ok((dir, result)) => {
+                r.report
+                    .push(format!("{} seed {}: cached", job.run, job.seed));
+                let produced = Produced {
+                    result,
+                    dir,
+                    cached: true,
+                };
+                r.done.push((job, produced));
             }
+            Err(entry::FindError::Invalid(why)) => r.todo.push((job, why)),
+            Err(entry::FindError::Conflict(c)) => r.conflicts.push((job, c)),
         }
     }
     r
+}
+
+/// One diagnostic per conflicting key: the caches were filled under different numerics.
+pub fn conflict_diagnostics(resolved: &Resolved) -> Vec<Diagnostic> {
+    resolved
+        .conflicts
+        .iter()
+        .map(|(job, c)| {
+            Diagnostic::error(
+                "cache-conflict",
+                Some(job.span.clone()),
+                format!(
+                    "run `{}` seed {}: two run caches hold different results under one key",
+                    job.run, job.seed
+                ),
+            )
+            .note(c.to_string())
+            .hint("a run is a pure function of its key, so the numeric profiles (or platforms) of the caches differ; delete the entry that came from the machine whose `revtx-book numerics` does not match the book")
+        })
+        .collect()
 }
 
 /// Trains what `resolve` left to do (unless offline) and gathers every result by run.
@@ -230,6 +276,7 @@ pub fn execute(
         mut done,
         mut todo,
         report,
+        ..
     } = resolved;
     let mut results = Results {
         report,
@@ -284,7 +331,7 @@ pub fn execute(
 type Outcomes = Vec<Result<(Job, Produced), Diagnostic>>;
 
 /// Runs jobs on a pool of `opts.jobs` engine processes; the longest runs start first.
-fn run_jobs(
+pub fn run_jobs(
     mut jobs: Vec<Job>,
     runs_dir: &Path,
     opts: &RunOptions,

@@ -7,8 +7,7 @@
 //! - A change under `src/` recompiles the binaries (`cargo build --release`) and restarts
 //!   the server in place, because the run cache keys on the engine's compiled code.
 
-use codespan_reporting::term::termcolor::{ColorChoice, StandardStream};
-use notify::{RecursiveMode, Watcher};
+use notify_debouncer_mini::{new_debouncer, notify::RecursiveMode, DebounceEventResult};
 use revtx_book::book::{self, diag, BuildOptions};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,13 +50,18 @@ pub fn serve(mut opts: BuildOptions, port: u16) -> ExitCode {
         });
     }
 
-    let (tx, rx) = mpsc::channel();
-    let mut watcher = match notify::recommended_watcher(move |ev: notify::Result<notify::Event>| {
-        if let Ok(ev) = ev {
-            let _ = tx.send(ev.paths);
-        }
-    }) {
-        Ok(w) => w,
+    // Editors write several events per save: the debouncer gathers them into one batch.
+    let (tx, rx) = mpsc::channel::<Vec<PathBuf>>();
+    let debouncer = new_debouncer(
+        Duration::from_millis(60),
+        move |res: DebounceEventResult| {
+            if let Ok(events) = res {
+                let _ = tx.send(events.into_iter().map(|e| e.path).collect());
+            }
+        },
+    );
+    let mut debouncer = match debouncer {
+        Ok(d) => d,
         Err(e) => {
             eprintln!("error: cannot watch files: {e}");
             return ExitCode::FAILURE;
@@ -66,21 +70,12 @@ pub fn serve(mut opts: BuildOptions, port: u16) -> ExitCode {
     for d in ["book", "templates", "static", "src"] {
         let p = opts.root.join(d);
         if p.exists() {
-            let _ = watcher.watch(&p, RecursiveMode::Recursive);
+            let _ = debouncer.watcher().watch(&p, RecursiveMode::Recursive);
         }
     }
-    loop {
-        let Ok(first) = rx.recv() else {
-            return ExitCode::SUCCESS;
-        };
-        // Debounce: editors write several events per save.
-        let mut paths = first;
-        let deadline = Instant::now() + Duration::from_millis(60);
-        while let Ok(more) = rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            paths.extend(more);
-        }
-        // Our own writes (book/claims.json) must not trigger a rebuild loop.
-        paths.retain(|p| !p.ends_with("claims.json"));
+    while let Ok(mut paths) = rx.recv() {
+        // Our own writes (book/claims.json, book/numerics.json) must not loop a rebuild.
+        paths.retain(|p| !p.ends_with("claims.json") && !p.ends_with("numerics.json"));
         if paths.is_empty() {
             continue;
         }
@@ -92,13 +87,14 @@ pub fn serve(mut opts: BuildOptions, port: u16) -> ExitCode {
         }
         rebuild(&opts, &state);
     }
+    ExitCode::SUCCESS
 }
 
 fn rebuild(opts: &BuildOptions, state: &State) {
     let t = Instant::now();
     let outcome = book::build(opts);
-    let mut err = StandardStream::stderr(ColorChoice::Auto);
-    diag::emit(&outcome.diags, &outcome.sources, &mut err);
+    // Colour only for a terminal: a log file or a pipe gets plain text.
+    diag::emit_stderr(&outcome.diags, &outcome.sources);
     let texts: Vec<String> = if outcome.errors() > 0 {
         diag::to_plain_text(&outcome.diags, &outcome.sources)
             .split("\n\n")
@@ -149,7 +145,9 @@ fn respond(
         return tiny_http::Response::from_string(state.version.load(Ordering::SeqCst).to_string())
             .with_header(header("text/plain"));
     }
-    let rel = percent_decode(url.trim_start_matches('/'));
+    let rel = percent_encoding::percent_decode_str(url.trim_start_matches('/'))
+        .decode_utf8_lossy()
+        .into_owned();
     if rel.split('/').any(|c| c == "..") {
         return tiny_http::Response::from_string("forbidden").with_status_code(403);
     }
@@ -163,7 +161,13 @@ fn respond(
             if ext == "html" {
                 bytes = inject_overlay(bytes, root, &state.errors.lock().unwrap());
             }
-            tiny_http::Response::from_data(bytes).with_header(header(content_type(ext)))
+            let mime = mime_guess::from_path(&path).first_or_octet_stream();
+            let kind = if mime.type_() == "text" {
+                format!("{}; charset=utf-8", mime.essence_str())
+            } else {
+                mime.essence_str().to_string()
+            };
+            tiny_http::Response::from_data(bytes).with_header(header(&kind))
         }
         Err(_) => tiny_http::Response::from_string("not found").with_status_code(404),
     }
@@ -187,35 +191,4 @@ fn inject_overlay(bytes: Vec<u8>, root: &Path, errors: &[String]) -> Vec<u8> {
         Some(k) => format!("{}{overlay}{}", &html[..k], &html[k..]).into_bytes(),
         None => bytes,
     }
-}
-
-fn content_type(ext: &str) -> &'static str {
-    match ext {
-        "html" => "text/html; charset=utf-8",
-        "css" => "text/css",
-        "js" => "text/javascript",
-        "json" => "application/json",
-        "svg" => "image/svg+xml",
-        "woff2" => "font/woff2",
-        "csv" => "text/csv",
-        _ => "application/octet-stream",
-    }
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

@@ -1,0 +1,308 @@
+//! `revtx-book bench`: the engine against the PyTorch peer, side by side in one run, since
+//! these machines are shared and noisy. Rounds alternate the contestants (engine under the
+//! book's portable profile, engine unpinned, peer unpinned, peer under the same pins), so
+//! drift in the machine's speed hits all of them; medians and per-round ratios are printed.
+//!
+//! `--cold` trains the book's whole run list from an empty cache and sets its time against
+//! the FLOP floor (every run's FLOPs at the measured single-core sgemm peak).
+
+use revtx_book::book::{self, runs, runs::RunOptions, BuildOptions};
+use revtx_book::engine::profile::Profile;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, ExitCode};
+use std::time::{Duration, Instant};
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    /// Alternating rounds.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Training steps of each engine measurement (the peer always trains 1,500).
+    #[arg(long, default_value_t = 600)]
+    steps: usize,
+    /// Intra-op threads for both.
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// The peer script.
+    #[arg(long, default_value = "../shared/peer/reverse_torch.py")]
+    peer: PathBuf,
+    /// Where torch 2.13.0 for the peer is installed (scripts/setup-peer.sh).
+    #[arg(long, default_value = ".bench/torch")]
+    torch: PathBuf,
+    /// Also train the book's whole run list from an empty cache and compare its time with
+    /// the FLOP floor.
+    #[arg(long)]
+    cold: bool,
+    /// Parallel engines for `--cold` (1: the floor is one core's).
+    #[arg(long, default_value_t = 1)]
+    jobs: usize,
+    /// Project root, for `--cold`.
+    #[arg(long, default_value = ".")]
+    root: PathBuf,
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    if v.is_empty() {
+        f64::NAN
+    } else {
+        v[v.len() / 2]
+    }
+}
+
+/// The environment of the portable profile, for pinning the peer the same way.
+fn pins() -> Vec<(&'static str, &'static str)> {
+    Profile::Portable.env().to_vec()
+}
+
+/// One peer training run; returns its steps per second.
+fn peer(args: &BenchArgs, pinned: bool) -> Result<f64, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let json = dir.path().join("peer.json");
+    let mut cmd = Command::new("python3");
+    cmd.env("PYTHONPATH", &args.torch)
+        .arg(&args.peer)
+        .args([
+            "--threads",
+            &args.threads.to_string(),
+            "--variant",
+            "reference",
+            "--json",
+        ])
+        .arg(&json);
+    for (k, _) in Profile::Portable.env() {
+        cmd.env_remove(k);
+    }
+    if pinned {
+        cmd.envs(pins());
+    }
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .last()
+            .unwrap_or("peer failed")
+            .to_string());
+    }
+    let all: Value = serde_json::from_slice(&std::fs::read(&json).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let r = all
+        .as_object()
+        .and_then(|m| m.values().next().cloned())
+        .ok_or("peer wrote no result")?;
+    Ok(r["steps"].as_f64().unwrap_or(1500.0) / r["train_s"].as_f64().unwrap_or(f64::NAN))
+}
+
+/// One engine measurement (`revtx-engine bench`) under `profile`.
+fn engine(args: &BenchArgs, profile: Profile, extra: &[&str]) -> Result<Value, String> {
+    let out = Command::new(runs::engine_path())
+        .args(["bench", "--steps", &args.steps.to_string()])
+        .args([
+            "--threads",
+            &args.threads.to_string(),
+            "--profile",
+            profile.id(),
+        ])
+        .args(extra)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).to_string());
+    }
+    serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+}
+
+/// The single-core sgemm peak: 1024³, best of five, libtorch's own choice of code path.
+fn sgemm_peak(args: &BenchArgs) -> Result<f64, String> {
+    let v = engine(args, Profile::Native, &["--sgemm-only"])?;
+    v["sgemm_peak_gflops"]
+        .as_f64()
+        .ok_or_else(|| "no sgemm figure".into())
+}
+
+#[derive(Default)]
+struct Samples {
+    portable: Vec<f64>,
+    native: Vec<f64>,
+    peer: Vec<f64>,
+    peer_pinned: Vec<f64>,
+    peak: Vec<f64>,
+    gflop_per_step: f64,
+    phases: Vec<Value>,
+}
+
+pub fn bench(args: BenchArgs) -> ExitCode {
+    let peer_ok = args.peer.exists()
+        && Command::new("python3")
+            .env("PYTHONPATH", &args.torch)
+            .args(["-c", "import torch"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !peer_ok {
+        eprintln!(
+            "note: no peer (needs {} and torch in {}; run scripts/setup-peer.sh): engine figures only",
+            args.peer.display(),
+            args.torch.display()
+        );
+    }
+    let mut s = Samples::default();
+    for round in 1..=args.rounds {
+        if let Err(e) = one_round(&args, peer_ok, round, &mut s) {
+            eprintln!("error: round {round}: {e}");
+            return ExitCode::FAILURE;
+        }
+    }
+    report(&args, &s);
+    if args.cold {
+        return cold(&args, median(s.peak.clone()));
+    }
+    ExitCode::SUCCESS
+}
+
+fn one_round(args: &BenchArgs, peer_ok: bool, round: usize, s: &mut Samples) -> Result<(), String> {
+    let peak = sgemm_peak(args)?;
+    s.peak.push(peak);
+    let mut line = format!("round {round}: sgemm peak {peak:.1} GFLOP/s");
+    // Alternate the order from round to round.
+    let engines = if round % 2 == 1 {
+        [Profile::Portable, Profile::Native]
+    } else {
+        [Profile::Native, Profile::Portable]
+    };
+    for p in engines {
+        let v = engine(args, p, &[])?;
+        let sps = v["steps_per_second"].as_f64().unwrap_or(f64::NAN);
+        s.gflop_per_step = v["gflop_per_step"].as_f64().unwrap_or(0.0);
+        line += &format!("; engine {} {sps:.1} steps/s", p.id());
+        if p == Profile::Portable {
+            s.portable.push(sps);
+            s.phases.push(v["phases_ms_per_step"].clone());
+        } else {
+            s.native.push(sps);
+        }
+    }
+    if peer_ok {
+        for pinned in [round.is_multiple_of(2), !round.is_multiple_of(2)] {
+            let sps = peer(args, pinned)?;
+            line += &format!(
+                "; peer{} {sps:.1} steps/s",
+                if pinned { " pinned" } else { "" }
+            );
+            if pinned {
+                s.peer_pinned.push(sps);
+            } else {
+                s.peer.push(sps);
+            }
+        }
+    }
+    eprintln!("{line}");
+    Ok(())
+}
+
+fn report(args: &BenchArgs, s: &Samples) {
+    let (portable, native, peak) = (
+        median(s.portable.clone()),
+        median(s.native.clone()),
+        median(s.peak.clone()),
+    );
+    println!(
+        "reference training at {} thread(s), medians of {} rounds:",
+        args.threads, args.rounds
+    );
+    let row = |name: &str, sps: f64| {
+        println!(
+            "  {name:<26} {sps:>6.1} steps/s  {:>6.1} ms/step",
+            1e3 / sps
+        )
+    };
+    row("engine, portable profile", portable);
+    row("engine, unpinned", native);
+    if !s.peer.is_empty() {
+        let (peer, pinned) = (median(s.peer.clone()), median(s.peer_pinned.clone()));
+        row("PyTorch peer, unpinned", peer);
+        row("PyTorch peer, pinned", pinned);
+        let ratio = |a: &[f64], b: &[f64]| median(a.iter().zip(b).map(|(x, y)| x / y).collect());
+        println!(
+            "  portable engine / unpinned peer  {:.2}x",
+            ratio(&s.portable, &s.peer)
+        );
+        println!(
+            "  unpinned engine / unpinned peer  {:.2}x",
+            ratio(&s.native, &s.peer)
+        );
+        println!(
+            "  portable engine / pinned peer    {:.2}x",
+            ratio(&s.portable, &s.peer_pinned)
+        );
+    }
+    println!(
+        "  the portable profile costs {:.0}% against the unpinned engine",
+        100.0 * (1.0 - portable / native)
+    );
+    println!(
+        "  {:.3} GFLOP per step: portable training at {:.1} GFLOP/s, {:.0}% of the single-core sgemm peak ({peak:.1} GFLOP/s, unpinned, 1024³)",
+        s.gflop_per_step,
+        s.gflop_per_step * portable,
+        100.0 * s.gflop_per_step * portable / peak
+    );
+    if let Some(p) = s.phases.get(s.phases.len() / 2) {
+        let f = |k: &str| p[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            "  one portable step: data {:.2} ms, forward {:.2} ms, backward {:.2} ms, optimizer {:.2} ms",
+            f("data"),
+            f("forward"),
+            f("backward"),
+            f("optimizer")
+        );
+    }
+}
+
+/// Trains every run of the book from an empty cache; its time against the FLOP floor.
+fn cold(args: &BenchArgs, peak: f64) -> ExitCode {
+    let Ok(dir) = tempfile::tempdir() else {
+        return ExitCode::FAILURE;
+    };
+    let opts = BuildOptions {
+        root: args.root.clone(),
+        out: None,
+        runs: RunOptions {
+            cache_dir: dir.path().to_path_buf(),
+            jobs: args.jobs,
+            timeout: Duration::from_secs(7200),
+            engine: runs::engine_path(),
+            quiet: true,
+            ..Default::default()
+        },
+        bless: false,
+        live_reload: false,
+        ignore_numerics: false,
+        deny_warnings: false,
+    };
+    let started = Instant::now();
+    let o = book::build(&opts);
+    let seconds = started.elapsed().as_secs_f64();
+    let plans = {
+        let mut sources = book::diag::Sources::default();
+        let mut diags = Vec::new();
+        book::parse::load(&args.root, &mut sources, &mut diags)
+            .map(|b| book::runs::plan(&b, &mut diags))
+            .unwrap_or_default()
+    };
+    let mut keys = std::collections::HashSet::new();
+    let flop: f64 = runs::jobs(&plans, Profile::Portable)
+        .iter()
+        .filter(|j| keys.insert(j.key.clone()))
+        .map(|j| j.config.flop())
+        .sum();
+    let floor = flop / 1e9 / peak / args.jobs as f64;
+    println!(
+        "cold build: {} runs trained in {seconds:.0} s on {} engine(s) ({} errors); FLOP floor {floor:.0} s ({:.1} TFLOP at {peak:.1} GFLOP/s per core); {:.2}x the floor",
+        keys.len(),
+        args.jobs,
+        o.errors(),
+        flop / 1e12,
+        seconds / floor
+    );
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,240 @@
+//! `revtx-book plan`, `train --shard i/N` and `merge`: the book's training spread over
+//! machines. Every run is a pure function of its cache key, so shards trained anywhere
+//! (under the portable profile) merge into one cache and one build.
+
+use super::Common;
+use clap::Args;
+use revtx_book::book::{self, diag, plan, runs};
+use revtx_book::engine::entry;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(Args)]
+pub struct PlanArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Split the uncached runs into N shards, balanced by estimated cost.
+    #[arg(long, default_value_t = 1)]
+    shards: usize,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+pub struct TrainArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Which shard to train: `i/N`, 1-based.
+    #[arg(long, value_parser = parse_shard)]
+    shard: (usize, usize),
+}
+
+#[derive(Args)]
+pub struct MergeArgs {
+    /// The cache to merge into (created if missing).
+    #[arg(long)]
+    into: PathBuf,
+    /// Caches (directories holding runs/) whose verified entries are copied.
+    #[arg(required = true)]
+    from: Vec<PathBuf>,
+}
+
+fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+    let (i, n) = s
+        .split_once('/')
+        .ok_or("write the shard as i/N, e.g. 2/4")?;
+    let (i, n): (usize, usize) = (
+        i.trim()
+            .parse()
+            .map_err(|_| format!("`{i}` is not a shard number"))?,
+        n.trim()
+            .parse()
+            .map_err(|_| format!("`{n}` is not a shard count"))?,
+    );
+    if n == 0 || i == 0 || i > n {
+        return Err(format!("shard {i}/{n} does not exist: i runs from 1 to N"));
+    }
+    Ok((i, n))
+}
+
+fn emit(diags: &[diag::Diagnostic], sources: &diag::Sources) {
+    diag::emit_stderr(diags, sources);
+}
+
+fn make_plan(common: &Common, shards: usize) -> Result<plan::Plan, ExitCode> {
+    let opts = common.options(None, false);
+    let mut sources = diag::Sources {
+        root: opts.root.clone(),
+        ..Default::default()
+    };
+    let mut diags = Vec::new();
+    let p = plan::plan(&opts.root, &opts.runs, shards, &mut sources, &mut diags);
+    let errors = diags
+        .iter()
+        .filter(|d| d.severity == diag::Severity::Error)
+        .count();
+    emit(&diags, &sources);
+    match p {
+        Some(p) if errors == 0 => Ok(p),
+        _ => Err(ExitCode::FAILURE),
+    }
+}
+
+/// `revtx-book plan [--shards N] [--json]`.
+pub fn plan(args: &PlanArgs) -> ExitCode {
+    let p = match make_plan(&args.common, args.shards) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&p).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    println!(
+        "{:<16} {:>4}  {:<24} {:>7} {:>9} {:>8}",
+        "run", "seed", "key", "cached", "GFLOP", "est. s"
+    );
+    for r in &p.runs {
+        println!(
+            "{:<16} {:>4}  {:<24} {:>7} {:>9.0} {:>8.0}",
+            r.run,
+            r.seed,
+            r.key,
+            if r.cached { "yes" } else { "no" },
+            r.gflop,
+            r.seconds
+        );
+    }
+    let todo = p.runs.iter().filter(|r| !r.cached).count();
+    println!(
+        "profile {}; speed {:.1} GFLOP/s per engine ({})",
+        p.profile, p.gflops, p.calibration
+    );
+    println!(
+        "{todo} of {} runs to train: {:.0} s one after another; the longest single run {:.0} s",
+        p.runs.len(),
+        p.total_seconds,
+        p.critical_seconds
+    );
+    if p.shards.len() > 1 {
+        for s in &p.shards {
+            println!(
+                "shard {}/{}: {} runs, {:.0} s",
+                s.index,
+                p.shards.len(),
+                s.jobs.len(),
+                s.seconds
+            );
+        }
+        let ideal = p.total_seconds / p.shards.len() as f64;
+        println!(
+            "slowest shard {:.0} s (ideal split {:.0} s, critical path {:.0} s)",
+            p.makespan_seconds, ideal, p.critical_seconds
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `revtx-book train --shard i/N`: trains exactly shard i's runs into the first cache.
+pub fn train(args: &TrainArgs) -> ExitCode {
+    let (i, n) = args.shard;
+    let p = match make_plan(&args.common, n) {
+        Ok(p) => p,
+        Err(code) => return code,
+    };
+    let shard = &p.shards[i - 1];
+    if shard.jobs.is_empty() {
+        println!("shard {i}/{n}: nothing to train");
+        return ExitCode::SUCCESS;
+    }
+    let opts = args.common.options(None, false);
+    let mut sources = diag::Sources {
+        root: opts.root.clone(),
+        ..Default::default()
+    };
+    let mut diags = Vec::new();
+    let gate = book::numerics::gate(
+        &opts.root,
+        &opts.runs.engine,
+        opts.runs.profile,
+        opts.ignore_numerics,
+        &mut sources,
+        &mut diags,
+    );
+    eprintln!("{}", gate.summary);
+    if !gate.proceed {
+        emit(&diags, &sources);
+        return ExitCode::FAILURE;
+    }
+    let jobs: Vec<runs::Job> = shard
+        .jobs
+        .iter()
+        .filter_map(|sj| {
+            p.runs
+                .iter()
+                .find(|r| r.key == sj.key)
+                .map(|r| r.job.clone())
+        })
+        .collect();
+    println!(
+        "shard {i}/{n}: training {} runs (estimated {:.0} s) into {}",
+        jobs.len(),
+        shard.seconds,
+        opts.runs.cache_dir.display()
+    );
+    let started = Instant::now();
+    let done = runs::run_jobs(
+        jobs,
+        &opts.runs.cache_dir.join("runs"),
+        &opts.runs,
+        &mut diags,
+    );
+    for (job, produced) in &done {
+        println!(
+            "wrote {} ({} seed {}, {:.1} s)",
+            produced.dir.display(),
+            job.run,
+            job.seed,
+            produced.result.env.train_seconds
+        );
+    }
+    emit(&diags, &sources);
+    let failed = diags
+        .iter()
+        .filter(|d| d.severity == diag::Severity::Error)
+        .count();
+    println!(
+        "shard {i}/{n}: {} written, {failed} failed, in {:.1} s",
+        done.len(),
+        started.elapsed().as_secs_f64()
+    );
+    if failed > 0 || done.len() < shard.jobs.len() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// `revtx-book merge --into DIR SRC...`.
+pub fn merge(args: &MergeArgs) -> ExitCode {
+    match entry::merge(&args.into, &args.from) {
+        Ok(m) => {
+            println!(
+                "merged into {}: {} copied, {} already there",
+                args.into.display(),
+                m.copied,
+                m.already
+            );
+            for s in &m.skipped {
+                println!("skipped {} (does not verify)", s.display());
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error[cache-conflict]: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

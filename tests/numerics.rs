@@ -1,0 +1,100 @@
+//! The numeric profile, tested: no result passes through MKL (the fingerprint does not
+//! change with MKL's code branch), and a machine whose fingerprint differs from the book's
+//! is stopped before it trains anything, with one diagnostic that says why.
+
+mod common;
+
+use common::Project;
+use revtx_book::engine::profile::Fingerprint;
+use std::process::Command;
+
+fn fingerprint(mkl_branch: Option<&str>) -> Fingerprint {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_revtx-engine"));
+    c.args(["numerics", "--profile", "portable"]);
+    if let Some(b) = mkl_branch {
+        c.args(["--mkl-cbwr", b]);
+    }
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Design (b) of the profile, proven on one machine: MKL's branch (AUTO picks per vendor
+/// and model, COMPATIBLE is vendor-neutral, SSE4_2 is another path again) changes no bit
+/// of any probed operation or of four real training steps.
+#[test]
+fn no_result_depends_on_mkl() {
+    let base = fingerprint(None);
+    assert_eq!(base.mkl, "COMPATIBLE");
+    assert_eq!(base.aten, "AVX2");
+    for branch in ["AUTO", "SSE4_2"] {
+        let other = fingerprint(Some(branch));
+        assert_ne!(other.mkl, "COMPATIBLE", "the branch was switched");
+        assert_eq!(
+            base.differences(&other),
+            Vec::<String>::new(),
+            "MKL_CBWR={branch} changed some bits"
+        );
+    }
+}
+
+#[test]
+fn a_different_fingerprint_stops_the_build_before_training() {
+    let p = Project::new(&format!("# N\n\n{}\n", common::TINY_RUN));
+    // The book was "blessed" on a machine whose softmax and training differ from ours.
+    let mut recorded = fingerprint(None);
+    recorded.platform.cpu = "Intel(R) Xeon(R) Platinum 8370C".into();
+    recorded.platform.vendor = "GenuineIntel".into();
+    recorded.platform.isa = "avx2 fma avx512f".into();
+    for op in ["softmax", "train_weights"] {
+        recorded
+            .digests
+            .insert(op.into(), "0000000000000000".into());
+    }
+    std::fs::write(
+        p.root().join("book/numerics.json"),
+        serde_json::to_string_pretty(&recorded).unwrap(),
+    )
+    .unwrap();
+
+    let started = std::time::Instant::now();
+    let o = p.check();
+    let secs = started.elapsed().as_secs_f64();
+    let mismatch: Vec<_> = o
+        .diags
+        .iter()
+        .filter(|d| d.code == "numerics-mismatch")
+        .collect();
+    assert_eq!(mismatch.len(), 1, "{:?}", common::located(&o));
+    let text = revtx_book::book::diag::to_plain_text(&o.diags, &o.sources);
+    for needle in [
+        "softmax, train_weights",
+        "portable-avx2-v1",
+        "Intel(R) Xeon(R) Platinum 8370C",
+        "nothing was trained",
+    ] {
+        assert!(text.contains(needle), "`{needle}` missing from:\n{text}");
+    }
+    assert!(
+        !p.root().join(".revtx-cache/runs").exists()
+            || std::fs::read_dir(p.root().join(".revtx-cache/runs"))
+                .unwrap()
+                .next()
+                .is_none(),
+        "nothing may be trained"
+    );
+    assert!(secs < 30.0, "the gate took {secs:.1} s");
+
+    // With --ignore-numerics it trains, and drift is "not comparable", not a broken book.
+    let mut opts = p.options(false);
+    opts.ignore_numerics = true;
+    let o = revtx_book::book::build(&opts);
+    assert!(o.diags.iter().any(|d| d.code == "numerics-mismatch"
+        && d.severity == revtx_book::book::diag::Severity::Warning));
+    assert!(!o.comparable);
+    assert_eq!(o.errors(), 0, "{:?}", common::located(&o));
+}
