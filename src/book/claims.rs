@@ -18,42 +18,103 @@ use super::parse::Tolerance;
 use minijinja::Value;
 use serde::Serialize;
 
-/// One checked or inserted figure, as listed in `claims.json`.
+/// One claim, as listed in `claims.json`: a checked figure, an inserted value, a literal
+/// or an asserted statement.
 #[derive(Clone, Debug, Serialize)]
 pub struct ClaimRecord {
     pub file: String,
     pub line: usize,
     pub col: usize,
     pub kind: ClaimKind,
+    /// The expression (the condition, for an assertion); empty for a literal.
     pub expr: String,
-    /// The author's text (checked claims only).
+    /// The author's text: the figure (checked, literal) or the statement (asserted; none
+    /// for a bare `{? …}`), as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub quoted: Option<String>,
-    /// The recomputed value written like the quote (checked claims only).
-    pub recomputed: Option<String>,
+    /// What the expression gives, at full precision (an assertion: `true` or `false`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recomputed: Option<serde_json::Value>,
+    /// The recomputed value written the way the quote is (checked figures), or as shown
+    /// (inserts).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub formatted: Option<String>,
+    /// A checked figure's tolerance, as written (`0.01`, `5%`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tolerance: Option<String>,
+    /// Recomputed minus quoted, in the quote's units (points for a percentage), when the
+    /// formatted value is not the quote: a drift, or a move within the tolerance.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub difference: Option<f64>,
     pub verdict: Verdict,
+    /// Why a literal is not checked (`original`, `citation`, …).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// An assertion's operands: each run path in its condition (with its filters) and
+    /// its value.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<Operand>,
     /// Where the quote is, for `--bless` to rewrite it.
     #[serde(skip)]
     pub quoted_span: Option<Span>,
 }
 
-/// A figure the prose quotes and the build checks, or a value it inserts.
+/// A run path of an assertion's condition and what it evaluates to.
+#[derive(Clone, Debug, Serialize)]
+pub struct Operand {
+    pub expr: String,
+    pub value: String,
+}
+
+/// What kind of claim a record is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ClaimKind {
+    /// `[94.6%]{=…}`: quoted and checked.
     Checked,
+    /// `{=…}`: inserted, not checked.
     Inserted,
+    /// `[362]{! original}`: shown as written, deliberately not checked.
+    Literal,
+    /// `[text]{? cond}` or `{? cond}`: true while its condition is.
+    Asserted,
 }
 
-/// What a claim record says about its figure.
+/// What a claim record says about its claim.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
-    /// It holds (or, for an insert, it was evaluated).
+    /// It holds (an insert: it was evaluated; a literal: always).
     Ok,
     /// The quote no longer matches its run; `--bless` rewrites it.
     Drift,
+    /// An assertion whose condition is false; only the author can rewrite it.
+    False,
     /// Its expression failed, or its value cannot be compared with the quote.
     Error,
+}
+
+/// A tolerance as written.
+pub fn tolerance_text(t: Tolerance) -> String {
+    match t {
+        Tolerance::Absolute(a) => format!("{a}"),
+        Tolerance::Relative(p) => format!("{p}%"),
+    }
+}
+
+/// A value as JSON, at full precision.
+pub fn to_json(v: &Value) -> Option<serde_json::Value> {
+    serde_json::to_value(v).ok()
+}
+
+/// Recomputed minus quoted, in the quote's units, for a numeric quote and value.
+pub fn difference(quoted: &str, value: &Value) -> Option<f64> {
+    match (parse_quote(quoted), as_f64(value)) {
+        (Quote::Number { value: q, format }, Some(v)) => {
+            Some(if format.percent { v * 100.0 } else { v } - q)
+        }
+        _ => None,
+    }
 }
 
 /// How a number was written.
@@ -176,8 +237,9 @@ fn group_thousands(s: &str) -> String {
 /// The outcome of checking one quoted figure.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Check {
-    /// The recomputed value, written like the quote, equals it.
-    Holds,
+    /// The recomputed value, written like the quote, equals it (or is within the
+    /// tolerance): what it reads as.
+    Holds { formatted: String },
     /// It does not: what it should read now.
     Drift { recomputed: String },
     /// The expression's value cannot be compared with the quote.
@@ -203,7 +265,9 @@ pub fn check(quoted: &str, value: &Value, tolerance: Option<Tolerance>) -> Check
                 }
             };
             if ok {
-                Check::Holds
+                Check::Holds {
+                    formatted: recomputed,
+                }
             } else {
                 Check::Drift { recomputed }
             }
@@ -212,7 +276,7 @@ pub fn check(quoted: &str, value: &Value, tolerance: Option<Tolerance>) -> Check
         (Quote::Number { .. }, None) if value.as_str().is_some() && tolerance.is_none() => {
             let s = value.as_str().unwrap_or_default().to_string();
             if s == quoted {
-                Check::Holds
+                Check::Holds { formatted: s }
             } else {
                 Check::Drift { recomputed: s }
             }
@@ -231,7 +295,7 @@ pub fn check(quoted: &str, value: &Value, tolerance: Option<Tolerance>) -> Check
                 };
             }
             if &s == t {
-                Check::Holds
+                Check::Holds { formatted: s }
             } else {
                 Check::Drift { recomputed: s }
             }
@@ -287,7 +351,10 @@ mod tests {
 
     #[test]
     fn verdicts() {
-        assert_eq!(check("94.6%", &Value::from(0.9461), None), Check::Holds);
+        let holds = |f: &str| Check::Holds {
+            formatted: f.into(),
+        };
+        assert_eq!(check("94.6%", &Value::from(0.9461), None), holds("94.6%"));
         assert_eq!(
             check("94.6%", &Value::from(0.95), None),
             Check::Drift {
@@ -296,15 +363,20 @@ mod tests {
         );
         assert_eq!(
             check("41", &Value::from(43.2), Some(Tolerance::Absolute(5.0))),
-            Check::Holds
+            holds("43")
         );
+        assert!(
+            (difference("41", &Value::from(43.2)).unwrap() - 2.2).abs() < 1e-9,
+            "a move within the tolerance is recorded"
+        );
+        assert!((difference("94.6%", &Value::from(0.95)).unwrap() - 0.4).abs() < 1e-9);
         assert_eq!(
             check("41", &Value::from(50.0), Some(Tolerance::Relative(10.0))),
             Check::Drift {
                 recomputed: "50".into()
             }
         );
-        assert_eq!(check("abc", &Value::from("abc"), None), Check::Holds);
+        assert_eq!(check("abc", &Value::from("abc"), None), holds("abc"));
         assert_eq!(
             check("12", &Value::from("x"), None),
             Check::Drift {
@@ -313,7 +385,7 @@ mod tests {
         );
         assert_eq!(
             check("8", &Value::from("8"), None),
-            Check::Holds,
+            holds("8"),
             "a string value is compared as text"
         );
         assert!(matches!(

@@ -1,9 +1,22 @@
 //! Diagnostics are data: every stage appends to one list, and the list is printed once,
 //! rustc-style, at the end. Nothing stops at the first error; every diagnostic has a code.
+//!
+//! ```text
+//! error[drift]: quoted figure does not match its run
+//!   --> book/chapter-1.md:12:34
+//!    |
+//! 12 | …the reference reverses [94.6%]{=reference.train.test.accuracy} of the test…
+//!    |                          ^^^^^ quoted `94.6%`, recomputed `95.0%`
+//!    |
+//!    = note: expression: reference.train.test.accuracy = 0.95
+//! ```
+//!
+//! A source line is shown as a window of at most [`WIDTH`] columns around the span, with
+//! `…` where it is cut; the header's `file:line:col` is exact. Colour only goes to a
+//! terminal; under GitHub Actions each diagnostic is also an `::error file=…::` annotation.
 
-use codespan_reporting::diagnostic::{Diagnostic as CsDiagnostic, Label};
-use codespan_reporting::files::SimpleFiles;
-use codespan_reporting::term::{self, termcolor::WriteColor};
+use std::fmt::Write as _;
+use std::io::IsTerminal;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -29,8 +42,8 @@ pub type FileId = usize;
 #[must_use = "a diagnostic is reported only when pushed onto the build's list"]
 pub struct Diagnostic {
     pub severity: Severity,
-    /// What kind of problem this is, e.g. `drift`: bless and the build summary select
-    /// diagnostics by it, never by their message.
+    /// What kind of problem this is, e.g. `drift`: bless, `--deny-warnings` and the build
+    /// summary select diagnostics by it, never by their message.
     pub code: &'static str,
     pub span: Option<Span>,
     pub message: String,
@@ -55,7 +68,7 @@ impl Diagnostic {
             hints: vec![],
         }
     }
-    /// A warning: reported, but the build goes on.
+    /// A warning: reported, but the build goes on (unless warnings are denied).
     pub fn warning(code: &'static str, span: Option<Span>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Warning,
@@ -78,6 +91,28 @@ impl Diagnostic {
     pub fn hint(mut self, h: impl Into<String>) -> Self {
         self.hints.push(h.into());
         self
+    }
+}
+
+/// Warnings about the machine rather than the book: `--deny-warnings` leaves them alone.
+/// A fixture project records no numerics fingerprint, and a run that is not comparable on
+/// this platform says nothing about the text.
+pub fn is_environmental(code: &str) -> bool {
+    code.starts_with("numerics-") || code == "not-comparable"
+}
+
+/// `--deny-warnings` (or `deny_warnings = true` in `book/book.toml`): every warning about
+/// the book becomes an error, with a note saying why.
+pub fn deny_warnings(diags: &mut [Diagnostic]) {
+    for d in diags
+        .iter_mut()
+        .filter(|d| d.severity == Severity::Warning && !is_environmental(d.code))
+    {
+        d.severity = Severity::Error;
+        d.notes.push(
+            "warnings are denied (`--deny-warnings`, or `deny_warnings = true` in book/book.toml)"
+                .into(),
+        );
     }
 }
 
@@ -111,7 +146,7 @@ impl Sources {
     /// 1-based line and column (in characters) of a byte offset.
     pub fn line_col(&self, id: FileId, offset: usize) -> (usize, usize) {
         let text = self.text(id);
-        let offset = offset.min(text.len());
+        let offset = floor_char(text, offset.min(text.len()));
         let before = &text[..offset];
         let line = before.matches('\n').count() + 1;
         let col = before.rsplit('\n').next().unwrap_or("").chars().count() + 1;
@@ -119,10 +154,23 @@ impl Sources {
     }
 }
 
-/// Prints diagnostics rustc-style (with colour on a terminal), and as GitHub Actions
-/// annotations on stdout when running under Actions.
-pub fn emit(diags: &[Diagnostic], sources: &Sources, out: &mut dyn WriteColor) {
-    emit_rustc_style(diags, sources, out);
+/// The widest a printed source or caret line gets, gutter included.
+pub const WIDTH: usize = 120;
+
+/// Prints diagnostics rustc-style to stderr (coloured on a terminal only), and as GitHub
+/// Actions annotations on stdout when running under Actions.
+pub fn emit_stderr(diags: &[Diagnostic], sources: &Sources) {
+    let color = std::io::stderr().is_terminal()
+        && std::env::var_os("NO_COLOR").is_none()
+        && std::env::var("TERM").as_deref() != Ok("dumb");
+    emit(diags, sources, &mut std::io::stderr().lock(), color);
+}
+
+/// Prints diagnostics rustc-style to `out` (with ANSI colour if `color`), and as GitHub
+/// Actions annotations on stdout when running under Actions.
+pub fn emit(diags: &[Diagnostic], sources: &Sources, out: &mut dyn std::io::Write, color: bool) {
+    let _ = out.write_all(render(diags, sources, color).as_bytes());
+    let _ = out.flush();
     if std::env::var("GITHUB_ACTIONS").as_deref() == Ok("true") {
         for d in diags {
             println!("{}", github_annotation(d, sources));
@@ -159,34 +207,249 @@ pub fn github_annotation(d: &Diagnostic, sources: &Sources) -> String {
     }
 }
 
-/// Diagnostics as plain text (no colour), e.g. for the live-preview overlay and tests.
+/// Diagnostics as plain text (no colour), e.g. for the live-preview overlay and tests;
+/// each ends with a blank line.
 pub fn to_plain_text(diags: &[Diagnostic], sources: &Sources) -> String {
-    let mut buf = term::termcolor::NoColor::new(Vec::new());
-    emit_rustc_style(diags, sources, &mut buf);
-    String::from_utf8_lossy(&buf.into_inner()).into_owned()
+    render(diags, sources, false)
 }
 
-fn emit_rustc_style(diags: &[Diagnostic], sources: &Sources, out: &mut dyn WriteColor) {
-    let mut files = SimpleFiles::new();
-    for i in 0..sources.files.len() {
-        files.add(sources.display_path(i), sources.text(i).to_string());
+/// ANSI styles, or nothing.
+struct Style {
+    on: bool,
+}
+
+impl Style {
+    fn paint(&self, code: &str, s: &str) -> String {
+        if self.on {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
     }
+    fn severity(&self, sev: Severity, s: &str) -> String {
+        self.paint(
+            match sev {
+                Severity::Error => "1;31",
+                Severity::Warning => "1;33",
+            },
+            s,
+        )
+    }
+    fn gutter(&self, s: &str) -> String {
+        self.paint("1;34", s)
+    }
+    fn bold(&self, s: &str) -> String {
+        self.paint("1", s)
+    }
+}
+
+/// Every diagnostic, rustc-style.
+pub fn render(diags: &[Diagnostic], sources: &Sources, color: bool) -> String {
+    let st = Style { on: color };
+    let mut out = String::new();
     for d in diags {
-        let mut cs = match d.severity {
-            Severity::Error => CsDiagnostic::error(),
-            Severity::Warning => CsDiagnostic::warning(),
+        render_one(&mut out, d, sources, &st);
+    }
+    out
+}
+
+fn render_one(out: &mut String, d: &Diagnostic, sources: &Sources, st: &Style) {
+    let sev = match d.severity {
+        Severity::Error => "error",
+        Severity::Warning => "warning",
+    };
+    let _ = writeln!(
+        out,
+        "{}{}",
+        st.severity(d.severity, &format!("{sev}[{}]", d.code)),
+        st.bold(&format!(": {}", d.message))
+    );
+    let located = d.span.as_ref().filter(|s| s.file < sources.files.len());
+    let gutter_width = located.map_or(1, |s| {
+        sources.line_col(s.file, s.range.start).0.to_string().len()
+    });
+    let pad = " ".repeat(gutter_width);
+    if let Some(s) = located {
+        let (line, col) = sources.line_col(s.file, s.range.start);
+        let _ = writeln!(
+            out,
+            "{pad}{} {}:{line}:{col}",
+            st.gutter("-->"),
+            sources.display_path(s.file)
+        );
+        let _ = writeln!(out, "{pad} {}", st.gutter("|"));
+        let text = sources.text(s.file);
+        let (shown, caret_at, caret_len) = window(text, s.range.clone(), WIDTH - gutter_width - 3);
+        let _ = writeln!(
+            out,
+            "{} {} {shown}",
+            st.gutter(&line.to_string()),
+            st.gutter("|")
+        );
+        let mut caret = format!("{}{}", " ".repeat(caret_at), "^".repeat(caret_len.max(1)));
+        if let Some(l) = &d.label {
+            caret.push(' ');
+            caret.push_str(l);
         }
-        .with_message(&d.message);
-        cs = cs.with_code(d.code);
-        if let Some(s) = &d.span {
-            let mut label = Label::primary(s.file, s.range.clone());
-            if let Some(l) = &d.label {
-                label = label.with_message(l);
-            }
-            cs = cs.with_labels(vec![label]);
+        let _ = writeln!(
+            out,
+            "{pad} {} {}",
+            st.gutter("|"),
+            st.severity(d.severity, &caret)
+        );
+    }
+    let notes = d
+        .notes
+        .iter()
+        .map(|n| ("note", n))
+        .chain(d.hints.iter().map(|h| ("help", h)));
+    let mut first = true;
+    for (kind, text) in notes {
+        if first && located.is_some() {
+            let _ = writeln!(out, "{pad} {}", st.gutter("|"));
         }
-        let mut notes = d.notes.clone();
-        notes.extend(d.hints.iter().map(|h| format!("help: {h}")));
-        let _ = term::emit(out, &term::Config::default(), &files, &cs.with_notes(notes));
+        first = false;
+        let _ = writeln!(out, "{pad} {} {kind}: {text}", st.gutter("="));
+    }
+    if located.is_none() {
+        if let Some(l) = &d.label {
+            let _ = writeln!(out, "{pad} {} {l}", st.gutter("="));
+        }
+    }
+    out.push('\n');
+}
+
+/// The part of the span's first line to print, at most `width` columns, and where under
+/// it the caret goes (column, length), in characters. A cut end is marked with `…`.
+pub fn window(text: &str, range: Range<usize>, width: usize) -> (String, usize, usize) {
+    let start = floor_char(text, range.start.min(text.len()));
+    let line_start = text[..start].rfind('\n').map_or(0, |k| k + 1);
+    let line_end = text[start..].find('\n').map_or(text.len(), |k| start + k);
+    let line: Vec<char> = text[line_start..line_end]
+        .chars()
+        .map(|c| if c == '\t' { ' ' } else { c })
+        .collect();
+    let end = floor_char(text, range.end.clamp(start, line_end));
+    // In characters, within the line.
+    let s = text[line_start..start].chars().count();
+    let e = (s + text[start..end].chars().count()).max(s + 1);
+    let width = width.max(20);
+    if line.len() <= width {
+        return (line.iter().collect(), s, e.min(line.len().max(s + 1)) - s);
+    }
+    // Room for the span and some context either side, the cut ends marked.
+    let span_len = e - s;
+    let inner = width - 2;
+    let (from, to) = if span_len >= inner {
+        (s, s + inner)
+    } else {
+        let before = (inner - span_len) / 2;
+        let from = s.saturating_sub(before);
+        let to = (from + inner).min(line.len());
+        (to.saturating_sub(inner), to)
+    };
+    let mut shown = String::new();
+    let left_cut = from > 0;
+    if left_cut {
+        shown.push('…');
+    }
+    shown.extend(&line[from..to]);
+    if to < line.len() {
+        shown.push('…');
+    }
+    let caret_at = s - from + usize::from(left_cut);
+    let caret_len = e.min(to) - s;
+    (shown, caret_at, caret_len)
+}
+
+/// The largest char boundary at or before `at`.
+fn floor_char(s: &str, mut at: usize) -> usize {
+    while at > 0 && !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources(text: &str) -> Sources {
+        let mut s = Sources::default();
+        s.add(PathBuf::from("book/c.md"), text.to_string());
+        s
+    }
+
+    #[test]
+    fn short_lines_are_shown_whole() {
+        let src = "# T\n\nIt scored [9.99]{=x} here.\n";
+        let at = src.find("9.99").unwrap();
+        let s = sources(src);
+        let d = Diagnostic::error(
+            "drift",
+            Some(Span {
+                file: 0,
+                range: at..at + 4,
+            }),
+            "quoted figure does not match its run",
+        )
+        .label("quoted `9.99`")
+        .note("expression: x = 1");
+        let text = to_plain_text(&[d], &s);
+        assert_eq!(
+            text,
+            "error[drift]: quoted figure does not match its run\n --> book/c.md:3:12\n  |\n3 | It scored [9.99]{=x} here.\n  |            ^^^^ quoted `9.99`\n  |\n  = note: expression: x = 1\n\n"
+        );
+    }
+
+    #[test]
+    fn long_lines_are_cut_around_the_span() {
+        let mut line = "word ".repeat(150);
+        line.push_str("[9.99]{=x}");
+        line.push_str(&" more".repeat(150));
+        let src = format!("# T\n\n{line}\n");
+        let at = src.find("9.99").unwrap();
+        let s = sources(&src);
+        let d = Diagnostic::error(
+            "drift",
+            Some(Span {
+                file: 0,
+                range: at..at + 4,
+            }),
+            "m",
+        );
+        let text = to_plain_text(&[d], &s);
+        let col = line.find("9.99").unwrap() + 1;
+        assert!(text.contains(&format!("book/c.md:3:{col}")), "{text}");
+        for l in text.lines() {
+            assert!(l.chars().count() <= WIDTH, "{} > {WIDTH}: {l}", l.len());
+        }
+        let shown = text.lines().nth(3).unwrap();
+        let caret = text.lines().nth(4).unwrap();
+        assert!(shown.contains('…') && shown.ends_with('…'), "{shown}");
+        let k = caret.find('^').unwrap();
+        let shown_chars: Vec<char> = shown.chars().collect();
+        let caret_col = caret[..k].chars().count();
+        assert_eq!(
+            shown_chars[caret_col..caret_col + 4]
+                .iter()
+                .collect::<String>(),
+            "9.99"
+        );
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let s = sources("x\n");
+        let d = Diagnostic::warning(
+            "unbound-number",
+            Some(Span {
+                file: 0,
+                range: 0..1,
+            }),
+            "m",
+        );
+        assert!(!render(std::slice::from_ref(&d), &s, false).contains('\x1b'));
+        assert!(render(&[d], &s, true).contains("\x1b[1;33m"));
     }
 }

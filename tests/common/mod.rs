@@ -51,6 +51,7 @@ impl Project {
             out: out.then(|| self.root().join("site")),
             runs: RunOptions {
                 cache_dir: self.root().join(".revtx-cache"),
+                extra_caches: Vec::new(),
                 offline: false,
                 rerun: std::collections::BTreeSet::new(),
                 rerun_all: false,
@@ -63,6 +64,7 @@ impl Project {
             bless: false,
             live_reload: false,
             ignore_numerics: false,
+            deny_warnings: false,
         }
     }
 

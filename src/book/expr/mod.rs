@@ -14,6 +14,15 @@ use minijinja::{Environment, Value};
 /// - `xs | pluck("a.b")`: the value at a dotted path in each element
 /// - `ln(x)`, `sqrt(x)`, `exp(x)`, `abs(x)`, `pow(x, y)`
 /// - `count(xs, v)`: how many elements equal `v`
+/// - wording: `word(n)` ("seven"), `num(x[, decimals])` ("1,063"), `plural(n, "string"[,
+///   "strings"])`, `series(xs)` ("6, 7 and 8"), `of(n, m)` ("all 500", "63 of 500"),
+///   `pct(x[, decimals])` ("94.6%")
+/// - `failing(eval)`, `passing(eval)`: the lengths an evaluation (`run.train.test`) gets
+///   partly wrong, or all right
+///
+/// and minijinja's built-in filters and tests (`capitalize`, `sum`, `sort(attribute=…)`,
+/// `first`, `reverse`, `map('round', 2)`, `select('none')`, `selectattr`, `join`, `length`…).
+/// A statistic of an empty list is an error.
 pub fn environment() -> Environment<'static> {
     let mut env = Environment::new();
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
@@ -27,6 +36,14 @@ pub fn environment() -> Environment<'static> {
     env.add_function("exp", helpers::exp);
     env.add_function("abs", helpers::abs);
     env.add_function("pow", helpers::pow);
+    env.add_function("word", helpers::word);
+    env.add_function("num", helpers::num);
+    env.add_function("plural", helpers::plural);
+    env.add_function("series", helpers::series);
+    env.add_function("of", helpers::of);
+    env.add_function("pct", helpers::pct);
+    env.add_function("failing", helpers::failing);
+    env.add_function("passing", helpers::passing);
     env.add_filter("pluck", helpers::pluck);
     env
 }
@@ -42,7 +59,9 @@ pub fn evaluate(env: &Environment<'static>, expr: &str, ctx: &Value) -> Result<V
 }
 
 /// The context claims are evaluated in: each run id → its result (single seed) or
-/// `{seeds, runs, config}` (several seeds); `machine` → facts about where the runs ran.
+/// `{seeds, runs, config}` (several seeds). Where a run ran is in its own result
+/// (`run.env.cpu`, `run.env.threads`, `run.env.libtorch`, …): there is no `machine`, since a
+/// cached run may have been computed on another machine than the build's.
 pub fn context(results: &Results) -> Value {
     let mut map = serde_json::Map::new();
     for (id, produced) in &results.by_run {
@@ -59,22 +78,136 @@ pub fn context(results: &Results) -> Value {
         };
         map.insert(id.clone(), v);
     }
-    let reference = results
-        .by_run
-        .values()
-        .flatten()
-        .find(|p| p.result.train.is_some())
-        .map(|p| &p.result.env);
-    map.insert(
-        "machine".into(),
-        serde_json::json!({
-            "cpu": reference.map_or_else(|| crate::engine::profile::Platform::this().cpu, |e| e.cpu.clone()),
-            "threads": reference.map_or(1, |e| e.threads),
-            "libtorch": crate::engine::LIBTORCH_VERSION,
-            "cores": std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
-        }),
-    );
     Value::from_serialize(serde_json::Value::Object(map))
+}
+
+/// The operands of a condition that read the runs: each path that starts at a run (`is_run`
+/// tells which names are runs), with the filters applied to it, in order of first
+/// mention: `min(r.runs | pluck('a')) > 0.01` gives `r.runs | pluck('a')`.
+pub fn operands(expr: &str, is_run: &dyn Fn(&str) -> bool) -> Vec<String> {
+    let b = expr.as_bytes();
+    let ident = |k: usize| {
+        b.get(k)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            q @ (b'\'' | b'"') => i = skip_string(b, i, q),
+            c if c.is_ascii_alphabetic() || c == b'_' => {
+                let start = i;
+                while ident(i) {
+                    i += 1;
+                }
+                let attr = expr[..start].trim_end().ends_with('.');
+                if attr || !is_run(&expr[start..i]) {
+                    continue;
+                }
+                // The path: `.name` and `[…]` steps.
+                loop {
+                    if b.get(i) == Some(&b'.') && ident(i + 1) {
+                        i += 1;
+                        while ident(i) {
+                            i += 1;
+                        }
+                    } else if b.get(i) == Some(&b'[') {
+                        i = skip_group(b, i);
+                    } else {
+                        break;
+                    }
+                }
+                // Its filters: `| name` and `| name(…)`.
+                let mut end = i;
+                loop {
+                    let mut k = end;
+                    while b.get(k).is_some_and(u8::is_ascii_whitespace) {
+                        k += 1;
+                    }
+                    if b.get(k) != Some(&b'|') {
+                        break;
+                    }
+                    k += 1;
+                    while b.get(k).is_some_and(u8::is_ascii_whitespace) {
+                        k += 1;
+                    }
+                    let name = k;
+                    while ident(k) {
+                        k += 1;
+                    }
+                    if k == name {
+                        break;
+                    }
+                    if b.get(k) == Some(&b'(') {
+                        k = skip_group(b, k);
+                    }
+                    end = k;
+                }
+                let op = expr[start..end].to_string();
+                if !out.contains(&op) {
+                    out.push(op);
+                }
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    out
+}
+
+/// The offset after the string literal starting at `i`.
+fn skip_string(b: &[u8], i: usize, q: u8) -> usize {
+    let mut k = i + 1;
+    while k < b.len() && b[k] != q {
+        k += if b[k] == b'\\' { 2 } else { 1 };
+    }
+    (k + 1).min(b.len())
+}
+
+/// The offset after the bracketed group (`(…)` or `[…]`) starting at `i`.
+fn skip_group(b: &[u8], i: usize) -> usize {
+    let mut depth = 0;
+    let mut k = i;
+    while k < b.len() {
+        match b[k] {
+            q @ (b'\'' | b'"') => {
+                k = skip_string(b, k, q);
+                continue;
+            }
+            b'(' | b'[' => depth += 1,
+            b')' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return k + 1;
+                }
+            }
+            _ => {}
+        }
+        k += 1;
+    }
+    b.len()
+}
+
+/// A value shortly, for diagnostics and tooltips: numbers at full precision, lists item by
+/// item, maps elided, at most about 100 characters.
+pub fn as_short_text(v: &Value) -> String {
+    let s = match v.kind() {
+        minijinja::value::ValueKind::Seq => {
+            let items: Vec<String> = v
+                .try_iter()
+                .map(|it| it.map(|x| as_short_text(&x)).collect())
+                .unwrap_or_default();
+            format!("[{}]", items.join(", "))
+        }
+        minijinja::value::ValueKind::Map => "{…}".to_string(),
+        minijinja::value::ValueKind::String => format!("'{}'", as_text(v)),
+        _ => as_full_text(v),
+    };
+    if s.chars().count() > 100 {
+        s.chars().take(99).chain(std::iter::once('…')).collect()
+    } else {
+        s
+    }
 }
 
 /// The value as a number, if it is one.
@@ -111,7 +244,7 @@ pub fn as_full_text(v: &Value) -> String {
     }
 }
 
-fn trim_float(f: f64) -> String {
+pub(crate) fn trim_float(f: f64) -> String {
     if f == 0.0 || !f.is_finite() {
         return f.to_string();
     }
@@ -143,6 +276,86 @@ mod tests {
         );
         assert_eq!(as_f64(&eval("r.x * 2").unwrap()), Some(0.5));
         assert!(eval("r.nope").is_err(), "undefined paths are errors");
+    }
+
+    #[test]
+    fn operands_are_run_paths_with_their_filters() {
+        let runs = |n: &str| matches!(n, "r" | "s");
+        assert_eq!(
+            operands(
+                "r.train.test.correct == r.train.test.total and min(s.runs | pluck('a.b') | reject('none') | list) > 0.01",
+                &runs
+            ),
+            [
+                "r.train.test.correct",
+                "r.train.test.total",
+                "s.runs | pluck('a.b') | reject('none') | list"
+            ]
+        );
+        assert_eq!(
+            operands("r.losses[250:500] | max > 'r.x' ~ s", &runs),
+            ["r.losses[250:500] | max", "s"]
+        );
+        assert!(
+            operands("x.r + 1", &runs).is_empty(),
+            "attributes are not runs"
+        );
+    }
+
+    #[test]
+    fn wording_helpers() {
+        let env = environment();
+        let ctx = Value::from_serialize(serde_json::json!({
+            "e": {"by_length": [
+                {"len": 3, "accuracy": 1.0}, {"len": 6, "accuracy": 0.9},
+                {"len": 7, "accuracy": 0.5}, {"len": 8, "accuracy": 0.0}
+            ]}
+        }));
+        let eval = |e: &str| as_text(&evaluate(&env, e, &ctx).unwrap());
+        assert_eq!(eval("word(7)"), "seven");
+        assert_eq!(eval("word(0)"), "zero");
+        assert_eq!(eval("word(1063)"), "1,063");
+        assert_eq!(eval("num(1063)"), "1,063");
+        assert_eq!(eval("num(1234.5, 2)"), "1,234.50");
+        assert_eq!(eval("num(0.25, decimals=1)"), "0.2");
+        assert_eq!(eval("plural(1, 'string')"), "1 string");
+        assert_eq!(eval("plural(1063, 'string')"), "1,063 strings");
+        assert_eq!(eval("plural(2, 'child', 'children')"), "2 children");
+        assert_eq!(eval("series([6])"), "6");
+        assert_eq!(eval("series([6, 7])"), "6 and 7");
+        assert_eq!(eval("series([6, 7, 8])"), "6, 7 and 8");
+        assert_eq!(eval("series([])"), "none");
+        assert_eq!(eval("of(500, 500)"), "all 500");
+        assert_eq!(eval("of(0, 500)"), "none of the 500");
+        assert_eq!(eval("of(63, 500)"), "63 of 500");
+        assert_eq!(eval("pct(0.946)"), "94.6%");
+        assert_eq!(eval("pct(0.94612, decimals=2)"), "94.61%");
+        assert_eq!(eval("series(failing(e))"), "6, 7 and 8");
+        assert_eq!(eval("series(passing(e))"), "3");
+        assert_eq!(eval("of(2, 5) | capitalize"), "2 of 5");
+        assert_eq!(eval("of(0, 5) | capitalize"), "None of the 5");
+        assert_eq!(eval("'abc' | reverse"), "cba");
+        assert_eq!(
+            eval("[1.234, 2.345] | map('round', 2) | join(' ')"),
+            "1.23 2.35"
+        );
+        assert_eq!(
+            eval("(e.by_length | sort(attribute='accuracy') | first).len"),
+            "8"
+        );
+        assert_eq!(
+            eval("e.by_length | selectattr('accuracy', 'lt', 1) | map(attribute='len') | sum"),
+            "21"
+        );
+        assert_eq!(
+            eval("e.by_length | rejectattr('accuracy', 'lt', 1) | list | length"),
+            "1"
+        );
+        assert_eq!(eval("[none, 1] | reject('none') | list | length"), "1");
+        for e in ["mean([])", "sd([])", "min([])", "max([])"] {
+            let err = evaluate(&env, e, &ctx).unwrap_err();
+            assert!(err.contains("empty list"), "{e}: {err}");
+        }
     }
 
     #[test]

@@ -1,5 +1,5 @@
-//! Directives: fenced blocks whose info string is `run`, `figure`, `table` or `include`,
-//! typed from their TOML bodies, with every problem placed at its line.
+//! Directives: fenced blocks whose info string is `run`, `figure`, `table`, `include` or
+//! `widget`, typed from their TOML bodies, with every problem placed at its line.
 
 use super::events::Node;
 use super::Spanned;
@@ -46,6 +46,38 @@ pub enum Directive {
         path: String,
         anchor: Option<String>,
     },
+    /// ```` ```widget id ````: the reversal widget, running the listed models in the page.
+    Widget(Widget),
+}
+
+/// A widget directive: the models the reader can run, each a training run of the book.
+#[derive(Clone, Debug)]
+pub struct Widget {
+    pub id: String,
+    /// In the order of the picker; never empty, no run twice.
+    pub models: Vec<WidgetModel>,
+}
+
+/// One model of a widget: `{ run = "reference", label = "…" }`.
+#[derive(Clone, Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WidgetModel {
+    pub run: String,
+    /// What the picker shows (default: the run id).
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+impl WidgetModel {
+    pub fn label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.run)
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WidgetBody {
+    models: Vec<WidgetModel>,
 }
 
 impl Directive {
@@ -54,6 +86,7 @@ impl Directive {
             Directive::Run { id, .. } => Some(id),
             Directive::Figure(b) => Some(&b.id),
             Directive::Table(b) => Some(&b.id),
+            Directive::Widget(w) => Some(&w.id),
             Directive::Include { .. } => None,
         }
     }
@@ -61,7 +94,7 @@ impl Directive {
 
 /// Whether a fence's first word names a directive.
 pub fn is_directive(word: &str) -> bool {
-    matches!(word, "run" | "figure" | "table" | "include")
+    matches!(word, "run" | "figure" | "table" | "include" | "widget")
 }
 
 /// Whether inline constructs in a fence's body are read (figure and table captions).
@@ -133,6 +166,7 @@ pub fn parse(f: &Fence, diags: &mut Vec<Diagnostic>) -> Option<Spanned<Directive
         },
         "figure" => Directive::Figure(block(id, &body, f, diags)?),
         "table" => Directive::Table(block(id, &body, f, diags)?),
+        "widget" => Directive::Widget(widget(id, &body, diags)?),
         _ => {
             let (path, anchor) = match arg.split_once(':') {
                 Some((p, a)) => (p.to_string(), Some(a.to_string())),
@@ -172,5 +206,46 @@ fn block<K: kinds::Kinds>(
         labels: common.labels,
         caption: (f.caption)(&common.caption),
         kind,
+    })
+}
+
+/// A widget's body: at least one model, each run named once. Whether the runs exist and
+/// train is known once the runs are planned (see `render/directives.rs`).
+fn widget(id: String, body: &Body, diags: &mut Vec<Diagnostic>) -> Option<Widget> {
+    let fence = || Some(body.fence.clone());
+    let example = "list the training runs it runs, e.g. `models = [{ run = \"reference\", label = \"Reference\" }]`";
+    if body.text.trim().is_empty() {
+        diags
+            .push(Diagnostic::error("no-runs", fence(), "this widget has no models").hint(example));
+        return None;
+    }
+    let parsed: WidgetBody = match toml::from_str(body.text) {
+        Ok(b) => b,
+        Err(e) => {
+            diags.push(body.toml_error(&e, "widget directive").hint(example));
+            return None;
+        }
+    };
+    if parsed.models.is_empty() {
+        diags
+            .push(Diagnostic::error("no-runs", fence(), "this widget has no models").hint(example));
+        return None;
+    }
+    for (k, m) in parsed.models.iter().enumerate() {
+        if parsed.models[..k].iter().any(|o| o.run == m.run) {
+            diags.push(
+                Diagnostic::error(
+                    "directive",
+                    fence(),
+                    format!("this widget lists run `{}` twice", m.run),
+                )
+                .hint("list each model once"),
+            );
+            return None;
+        }
+    }
+    Some(Widget {
+        id,
+        models: parsed.models,
     })
 }

@@ -3,9 +3,10 @@
 
 use super::directive::{self, Directive};
 use super::inline::{pieces, Piece, Substituted};
-use super::{options, Spanned};
+use super::{numerals, options, Spanned};
 use crate::book::diag::{Diagnostic, FileId, Span};
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, Parser, Tag, TagEnd};
+use std::cell::RefCell;
 use std::ops::Range;
 
 /// One element of a parsed chapter, in document order.
@@ -41,6 +42,8 @@ pub struct Parsed {
     pub nodes: Vec<Node>,
     /// Per placeholder of `Substituted::found`: its index among the prose constructs.
     pub index: Vec<Option<usize>>,
+    /// How many numerals of the prose are bound to nothing (each is warned about).
+    pub unbound: usize,
 }
 
 /// Parses the substituted chapter text once.
@@ -49,6 +52,12 @@ pub fn parse(file: FileId, src: &str, sub: &Substituted, diags: &mut Vec<Diagnos
         .into_offset_iter()
         .collect();
     let index = prose(&events, sub, diags);
+    let lint = numerals::lint(
+        events.iter().map(|(e, r)| (e, r.clone())),
+        &sub.text,
+        &|p| sub.to_src(p),
+        file,
+    );
     let mut b = Builder {
         file,
         src,
@@ -57,13 +66,19 @@ pub fn parse(file: FileId, src: &str, sub: &Substituted, diags: &mut Vec<Diagnos
         nodes: Vec::with_capacity(events.len()),
         code: None,
         stray_math: false,
+        lint: RefCell::new(lint),
     };
     for (ev, range) in events {
         b.event(ev, range, diags);
     }
+    let mut lint = b.lint.into_inner();
+    lint.sort_by_key(|d| d.span.as_ref().map(|s| s.range.start));
+    let unbound = lint.len();
+    diags.extend(lint);
     Parsed {
         nodes: b.nodes,
         index,
+        unbound,
     }
 }
 
@@ -141,6 +156,8 @@ struct Builder<'a> {
     code: Option<(String, usize, String)>,
     /// Whether this block already has an unclosed `$$` reported.
     stray_math: bool,
+    /// The unbound numerals found so far (prose, then captions as they are parsed).
+    lint: RefCell<Vec<Diagnostic>>,
 }
 
 impl Builder<'_> {
@@ -255,7 +272,7 @@ impl Builder<'_> {
             file: self.file,
             span: at.clone(),
             to_src: &|p| self.sub.to_src(body_start + p),
-            caption: &|c| self.caption(c, &at),
+            caption: &|c| self.caption(c, &at, &body, body_start),
         };
         directive::parse(&fence, diags).map_or(Node::Broken, Node::Directive)
     }
@@ -290,10 +307,25 @@ impl Builder<'_> {
     }
 
     /// A figure or table caption: inline markdown with its constructs. Its formulas are
-    /// placed at the directive's fence.
-    fn caption(&self, c: &str, fence: &Span) -> Vec<Node> {
+    /// placed at the directive's fence; its numerals are linted where the caption is in the
+    /// fence's body (`body`, at `body_start` of the text), or at the fence if it is written
+    /// with escapes.
+    fn caption(&self, c: &str, fence: &Span, body: &str, body_start: usize) -> Vec<Node> {
+        let events: Vec<(Event, Range<usize>)> =
+            Parser::new_ext(c, options()).into_offset_iter().collect();
+        let at = body.find(c).filter(|_| !c.is_empty());
+        let to_src = |k: usize| match at {
+            Some(a) => self.sub.to_src(body_start + a + k),
+            None => fence.range.start,
+        };
+        self.lint.borrow_mut().extend(numerals::lint(
+            events.iter().map(|(e, r)| (e, r.clone())),
+            c,
+            &to_src,
+            self.file,
+        ));
         let mut nodes = Vec::new();
-        for ev in Parser::new_ext(c, options()) {
+        for (ev, _) in events {
             match ev {
                 Event::Text(t) => split(&t, self.index, &mut nodes),
                 Event::InlineMath(ref t) | Event::DisplayMath(ref t) => {

@@ -1,8 +1,13 @@
-//! Inline constructs (claims, inserts, labels, references): found in the raw markdown and
-//! replaced by placeholders that survive the markdown parse, before it runs.
+//! Inline constructs (claims, inserts, literals, assertions, labels, references): found in
+//! the raw markdown and replaced by placeholders that survive the markdown parse, before it
+//! runs.
 //!
 //! Constructs are replaced everywhere; the markdown parse then tells which placeholders
 //! sit in prose and which in code, math or HTML, where they are put back as written.
+//!
+//! An assertion's text stays markdown: its `[` becomes an [`Inline::AssertStart`]
+//! placeholder and its `]{? cond}` an [`Inline::Assert`], so the text between, with the
+//! claims, inserts and references nested in it, is parsed like any other prose.
 
 use super::{Spanned, PLACEHOLDER_CLOSE, PLACEHOLDER_OPEN};
 use crate::book::diag::{Diagnostic, FileId, Span};
@@ -28,6 +33,24 @@ pub enum Inline {
     },
     /// `{=expr}`: an inserted value.
     Insert { expr: String, expr_span: Span },
+    /// `[quoted]{! reason}`: a number shown as written and deliberately not checked, e.g.
+    /// `original` for a figure quoted from the original chapter.
+    Literal {
+        quoted: String,
+        quoted_span: Span,
+        reason: String,
+    },
+    /// The `[` opening an asserted statement; its [`Inline::Assert`] is the next one that
+    /// has text and is not closed yet.
+    AssertStart,
+    /// `[text]{? cond}` (the `]{? cond}` part) or a bare `{? cond}`: a statement that holds
+    /// only while `cond` is true.
+    Assert {
+        expr: String,
+        expr_span: Span,
+        /// The statement's text between its brackets, as written; `None` for a bare `{? …}`.
+        text: Option<Span>,
+    },
     /// `{#eq-…}` or `{#tab-…}`: the label of an equation or a markdown table.
     Label { id: String },
     /// `{@id}`: a cross-reference.
@@ -44,7 +67,7 @@ pub struct Found {
 pub struct Substituted {
     pub text: String,
     pub found: Vec<Found>,
-    /// `{=`, `{#` or `{@` never closed on its line: (source offset, diagnostic).
+    /// `{=`, `{#`, `{@`, `{?` or `{!` never closed on its line: (source offset, diagnostic).
     pub unclosed: Vec<(usize, Diagnostic)>,
     /// (offset in `text`, offset in the source) at the end of each placeholder.
     map: Vec<(usize, usize)>,
@@ -114,8 +137,20 @@ pub fn substitute(file: FileId, src: &str) -> Substituted {
     let bytes = src.as_bytes();
     let mut i = 0;
     let mut copied = 0;
+    // The assertions whose `[` is replaced and whose `]{?` is still ahead: ([, ]).
+    let mut open: Vec<(usize, usize)> = Vec::new();
     while i < bytes.len() {
-        if !(bytes[i] == b'{' && matches!(bytes.get(i + 1), Some(b'=' | b'#' | b'@'))) {
+        if bytes[i] == b'[' {
+            if let Some(close) = assertion_close(src, i) {
+                out.replace(src, copied, i..i + 1, Inline::AssertStart, Vec::new(), file);
+                open.push((i, close));
+                copied = i + 1;
+            }
+            i += 1;
+            continue;
+        }
+        if !(bytes[i] == b'{' && matches!(bytes.get(i + 1), Some(b'=' | b'#' | b'@' | b'?' | b'!')))
+        {
             i += 1;
             continue;
         }
@@ -137,6 +172,18 @@ pub fn substitute(file: FileId, src: &str) -> Substituted {
         let mut diags = Vec::new();
         let (inline, start) = match sigil {
             b'=' => value(src, file, i, close, copied, &mut diags),
+            b'?' => {
+                let text = match open.last() {
+                    Some(&(o, c)) if c + 1 == i => {
+                        open.pop();
+                        Some(span(o + 1..c))
+                    }
+                    _ => None,
+                };
+                let start = if text.is_some() { i - 1 } else { i };
+                (assertion(file, src, i, close, text, &mut diags), start)
+            }
+            b'!' => literal(src, file, i, close, copied, &mut diags),
             b'#' => (
                 Inline::Label {
                     id: body.trim().to_string(),
@@ -152,31 +199,176 @@ pub fn substitute(file: FileId, src: &str) -> Substituted {
                             Some(span(i..close + 1)),
                             format!("`{id}` is not a valid reference"),
                         )
-                        .hint("references look like `{@fig-loss}` or `{@eq-attention}`"),
+                        .hint("references look like `{@fig-loss}`, `{@eq-attention}` or `{@sec-scale}`"),
                     );
                 }
                 (Inline::Ref { id }, i)
             }
         };
-        out.text.push_str(&src[copied..start]);
-        let n = out.found.len();
-        out.found.push(Found {
-            inline: Spanned {
-                node: inline,
-                span: span(start..close + 1),
-            },
-            diags,
-        });
-        out.map.push((out.text.len(), start));
-        out.text.push(PLACEHOLDER_OPEN);
-        out.text.push_str(&n.to_string());
-        out.text.push(PLACEHOLDER_CLOSE);
+        out.replace(src, copied, start..close + 1, inline, diags, file);
         copied = close + 1;
-        out.map.push((out.text.len(), copied));
         i = close + 1;
     }
     out.text.push_str(&src[copied..]);
     out
+}
+
+impl Substituted {
+    /// Copies the source up to `at.start` (from `copied`) and puts a placeholder for `at`.
+    fn replace(
+        &mut self,
+        src: &str,
+        copied: usize,
+        at: std::ops::Range<usize>,
+        inline: Inline,
+        diags: Vec<Diagnostic>,
+        file: FileId,
+    ) {
+        self.text.push_str(&src[copied..at.start]);
+        let n = self.found.len();
+        self.map.push((self.text.len(), at.start));
+        self.text.push(PLACEHOLDER_OPEN);
+        self.text.push_str(&n.to_string());
+        self.text.push(PLACEHOLDER_CLOSE);
+        self.map.push((self.text.len(), at.end));
+        self.found.push(Found {
+            inline: Spanned {
+                node: inline,
+                span: Span { file, range: at },
+            },
+            diags,
+        });
+    }
+}
+
+/// If the `[` at `open` starts an asserted statement `[text]{? cond}`, the offset of its `]`:
+/// the first unmatched `]` on the line, skipping constructs and nested brackets.
+fn assertion_close(src: &str, open: usize) -> Option<usize> {
+    let bytes = src.as_bytes();
+    let mut depth = 0usize;
+    let mut k = open + 1;
+    while k < bytes.len() {
+        match bytes[k] {
+            b'\n' => return None,
+            b'{' if matches!(bytes.get(k + 1), Some(b'=' | b'@' | b'?' | b'!' | b'#')) => {
+                k = matching_brace(src, k)?;
+            }
+            b'[' => depth += 1,
+            b']' if depth == 0 => return src[k + 1..].starts_with("{?").then_some(k),
+            b']' => depth -= 1,
+            _ => {}
+        }
+        k += 1;
+    }
+    None
+}
+
+/// `{? cond}` at `open`..=`close`, asserting `text` (or the sentence it follows).
+fn assertion(
+    file: FileId,
+    src: &str,
+    open: usize,
+    close: usize,
+    text: Option<Span>,
+    diags: &mut Vec<Diagnostic>,
+) -> Inline {
+    let body = &src[open + 2..close];
+    let lead = body.len() - body.trim_start().len();
+    let expr = body.trim();
+    let at = open + 2 + lead;
+    if expr.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                "empty-expression",
+                Some(Span {
+                    file,
+                    range: open..close + 1,
+                }),
+                "an assertion without a condition",
+            )
+            .hint("write `[statement]{? run.path == 500}` or `{? condition}`"),
+        );
+    }
+    if let Some(t) = &text {
+        if src[t.range.clone()].trim().is_empty() {
+            diags.push(
+                Diagnostic::error(
+                    "empty-quote",
+                    Some(t.clone()),
+                    "an assertion asserts no text",
+                )
+                .hint("write the statement in the brackets, or a bare `{? condition}`"),
+            );
+        }
+    }
+    Inline::Assert {
+        expr: expr.to_string(),
+        expr_span: Span {
+            file,
+            range: at..at + expr.len(),
+        },
+        text,
+    }
+}
+
+/// `[quoted]{! reason}` with its braces at `open` and `close`, and where it starts.
+fn literal(
+    src: &str,
+    file: FileId,
+    open: usize,
+    close: usize,
+    copied: usize,
+    diags: &mut Vec<Diagnostic>,
+) -> (Inline, usize) {
+    let span = |r: std::ops::Range<usize>| Span { file, range: r };
+    let reason = src[open + 2..close].trim().to_string();
+    if reason.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                "literal",
+                Some(span(open..close + 1)),
+                "a literal needs a reason",
+            )
+            .hint("write e.g. `[362]{! original}` for a figure quoted from the original chapter"),
+        );
+    }
+    match quoted_before(src, open) {
+        Some(q) if q >= copied => {
+            let quoted = src[q + 1..open - 1].to_string();
+            if quoted.trim().is_empty() {
+                diags.push(
+                    Diagnostic::error(
+                        "empty-quote",
+                        Some(span(q..open)),
+                        "a literal quotes nothing",
+                    )
+                    .hint("write the number as it should read, e.g. `[362]{! original}`"),
+                );
+            }
+            let lit = Inline::Literal {
+                quoted,
+                quoted_span: span(q + 1..open - 1),
+                reason,
+            };
+            (lit, q)
+        }
+        _ => {
+            diags.push(
+                Diagnostic::error(
+                    "literal",
+                    Some(span(open..close + 1)),
+                    "`{! …}` marks the number in brackets before it",
+                )
+                .hint("write e.g. `[362]{! original}`"),
+            );
+            let lit = Inline::Literal {
+                quoted: String::new(),
+                quoted_span: span(open..open),
+                reason,
+            };
+            (lit, open)
+        }
+    }
 }
 
 /// A claim `[quoted]{=expr}` or an insert `{=expr}` whose braces are at `open` and `close`;

@@ -11,20 +11,29 @@
 //!             | "include" SP path [":" anchor]     body: empty
 //! claim       = "[" quoted "]" "{=" expr [ "~" tolerance ] "}"   checked figure
 //! insert      = "{=" expr "}"                                      inserted value, no claim
+//! literal     = "[" quoted "]" "{!" reason "}"    shown as written, deliberately unchecked
+//! assertion   = "[" text "]" "{?" expr "}"        text (markdown, may hold claims, inserts
+//!             | "{?" expr "}"                     and references) true while expr is;
+//!                                                 bare: asserts the sentence before it
 //! label       = "{#eq-" id "}"       right after a `$$…$$` display equation
 //!             | "{#tab-" id "}"      in a `Table: caption` paragraph right after a table
-//! reference   = "{@" id "}"          to a figure, table or equation: "Figure 1.2", "(1.3)"
+//! heading id  = "{#" id "}"          at the end of a `##` or `###` heading (pulldown-cmark)
+//! reference   = "{@" id "}"          to a figure, table, equation or heading: "Figure 1.2",
+//!                                    "(1.3)", "Section 1.4"
 //! id          = [a-z0-9][a-z0-9_-]*
 //! tolerance   = number [ "%" ]       absolute, or relative to the recomputed value
+//! reason      = word                 e.g. `original`: quoted from the original chapter
 //! ```
 //!
 //! The fields of each figure and table kind are those of its `Spec` (`figures/*.rs`,
-//! `tables/*.rs`). Claims, inserts, labels and references are read in prose, tables,
-//! lists, headings and figure and table captions, but not in code, math or HTML.
+//! `tables/*.rs`). Claims, inserts, literals, assertions, labels and references are read in
+//! prose, tables, lists, headings and figure and table captions, but not in code, math or
+//! HTML. Every other numeral in prose is an `unbound-number` warning (`numerals.rs`).
 
 pub mod directive;
 pub mod events;
 pub mod inline;
+pub mod numerals;
 
 pub use directive::{Block, Directive};
 pub use events::{Math, Node};
@@ -51,6 +60,10 @@ pub struct BookConfig {
     pub language: String,
     /// Chapter files, in order, relative to `book/`.
     pub chapters: Vec<String>,
+    /// Make every warning about the text (e.g. `unbound-number`) an error, as
+    /// `--deny-warnings` does.
+    #[serde(default)]
+    pub deny_warnings: bool,
 }
 
 fn default_language() -> String {
@@ -81,6 +94,8 @@ pub struct Chapter {
     pub nodes: Vec<Node>,
     /// Its inline constructs in source order; `Node::Inline(n)` is `inlines[n]`.
     pub inlines: Vec<Spanned<Inline>>,
+    /// How many numerals of its prose are bound to nothing (each one warned about).
+    pub unbound: usize,
 }
 
 impl Chapter {
@@ -188,6 +203,7 @@ pub fn parse_chapter(
         slug: format!("chapter-{number}.html"),
         nodes: parsed.nodes,
         inlines,
+        unbound: parsed.unbound,
     };
     duplicate_ids(&chapter, src, diags);
     chapter
@@ -215,16 +231,38 @@ fn title(nodes: &[Node]) -> Option<String> {
     Some(t.trim().to_string())
 }
 
-/// Ids must be unique across directives and labels.
+/// Ids must be unique across directives, labels and headings.
 fn duplicate_ids(ch: &Chapter, src: &str, diags: &mut Vec<Diagnostic>) {
     let mut seen: Vec<(&str, &Span)> = Vec::new();
+    // A heading's id is found in the source as its `{#id`, in order.
+    let mut from = 0;
+    let headings: Vec<(&str, Span)> = ch
+        .nodes
+        .iter()
+        .filter_map(|n| match n {
+            Node::Md(Event::Start(Tag::Heading { id: Some(id), .. })) => Some(&**id),
+            _ => None,
+        })
+        .map(|id| {
+            let at = src[from..]
+                .find(&format!("{{#{id}"))
+                .map_or(0, |k| from + k);
+            from = at;
+            let span = Span {
+                file: ch.file,
+                range: at..at + id.len() + 3,
+            };
+            (id, span)
+        })
+        .collect();
     let ids = ch
         .directives()
         .filter_map(|d| d.node.id().map(|id| (id, &d.span)))
         .chain(ch.inlines.iter().filter_map(|s| match &s.node {
             Inline::Label { id } => Some((id.as_str(), &s.span)),
             _ => None,
-        }));
+        }))
+        .chain(headings.iter().map(|(id, s)| (*id, s)));
     for (id, sp) in ids {
         if let Some((_, first)) = seen.iter().find(|(s, _)| *s == id) {
             let line = src[..first.range.start.min(src.len())]

@@ -206,3 +206,81 @@ fn an_unbalanced_display_formula_is_located() {
     let (_, d) = parse("# T\n\n$$ \\frac{1}{2} $$ and `$$` in code\n");
     assert!(d.is_empty(), "{d:?}");
 }
+
+#[test]
+fn assertions_wrap_their_text_with_the_claims_in_it() {
+    let src = "# T\n\nIt [reverses all [500]{=r.total} strings, see {@sec-x}]{? r.correct == r.total}. Done.{? r.ok}\n";
+    let (c, d) = parse(src);
+    assert!(d.is_empty(), "{d:?}");
+    let kinds: Vec<&str> = c
+        .inlines
+        .iter()
+        .map(|i| match &i.node {
+            Inline::AssertStart => "start",
+            Inline::Claim { .. } => "claim",
+            Inline::Ref { .. } => "ref",
+            Inline::Assert { text: Some(_), .. } => "assert",
+            Inline::Assert { text: None, .. } => "bare",
+            _ => "other",
+        })
+        .collect();
+    assert_eq!(kinds, ["start", "claim", "ref", "assert", "bare"]);
+    match &c.inlines[3].node {
+        Inline::Assert { expr, text, .. } => {
+            assert_eq!(expr, "r.correct == r.total");
+            let t = text.as_ref().unwrap();
+            assert_eq!(
+                &src[t.range.clone()],
+                "reverses all [500]{=r.total} strings, see {@sec-x}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(matches!(&c.inlines[4].node, Inline::Assert { expr, .. } if expr == "r.ok"));
+    // The text between the brackets is prose: it stays in the nodes, in order.
+    let prose: Vec<String> = c
+        .nodes
+        .iter()
+        .filter_map(|n| match n {
+            Node::Md(Event::Text(t)) => Some(t.to_string()),
+            Node::Inline(k) => Some(format!("<{k}>")),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        prose.concat(),
+        "TIt <0>reverses all <1> strings, see <2><3>. Done.<4>"
+    );
+}
+
+#[test]
+fn literals_and_links_are_not_assertions() {
+    let src = "# T\n\nOriginally [362]{! original} steps; a [link](http://x.org) and [brackets] stay.\n\n`[a]{? b}` in code.\n";
+    let (c, d) = parse(src);
+    assert!(d.is_empty(), "{d:?}");
+    assert_eq!(c.inlines.len(), 1);
+    assert!(matches!(
+        &c.inlines[0].node,
+        Inline::Literal { quoted, reason, .. } if quoted == "362" && reason == "original"
+    ));
+    assert!(c
+        .nodes
+        .iter()
+        .any(|n| matches!(n, Node::Md(Event::Code(t)) if &**t == "[a]{? b}")));
+}
+
+#[test]
+fn unbound_numbers_are_warned_about_where_they_are() {
+    let src = "# T\n\nThe floor is 1.10, see [1,063]{=r.n}; GPT-2 in 2017.\n\n```figure fig-a\nkind = \"loss\"\nruns = [\"r\"]\ncaption = \"Loss over 25 steps.\"\n```\n";
+    let (c, d) = parse(src);
+    let unbound: Vec<(usize, &str)> = d
+        .iter()
+        .filter(|d| d.code == "unbound-number")
+        .map(|x| {
+            let r = x.span.as_ref().unwrap().range.clone();
+            (line_of(src, x), &src[r])
+        })
+        .collect();
+    assert_eq!(unbound, [(3, "1.10"), (8, "25")]);
+    assert_eq!(c.unbound, 2);
+}

@@ -1,10 +1,12 @@
-//! Figure and table directives: their runs are looked up, their kind draws them or
-//! lists their rows, and the result is wrapped, numbered and captioned by its partial.
+//! Figure, table and widget directives: their runs are looked up, their kind draws them or
+//! lists their rows, and the result is wrapped, numbered and captioned by its partial; a
+//! widget is `templates/widget.html` over the models `site.rs` exports.
 
 use super::Renderer;
 use crate::book::diag::{Diagnostic, Span};
 use crate::book::figures::FigureKind;
 use crate::book::kinds::{Kinds, RunData};
+use crate::book::parse::directive::Widget;
 use crate::book::parse::{Block, Node};
 use crate::book::runs::Results;
 use crate::book::tables::TableKind;
@@ -111,6 +113,57 @@ impl Renderer<'_> {
                 table => Value::from_safe_string(table.into()),
             },
         )
+    }
+
+    /// A widget directive: `templates/widget.html`, for models that are all training runs
+    /// of the book (otherwise an error at the fence, and nothing).
+    pub(super) fn widget(&mut self, w: &Widget, span: &Span) -> String {
+        let mut models = Vec::new();
+        let mut max_len = 0;
+        for m in &w.models {
+            let Some(result) = self.results.by_run.get(&m.run).and_then(|p| p.first()) else {
+                if self.results.plans.iter().any(|p| p.id == m.run) {
+                    // Declared, but it failed or could not train: its own error says why.
+                    return String::new();
+                }
+                self.diags.push(
+                    Diagnostic::error(
+                        "unknown-run",
+                        Some(span.clone()),
+                        format!("this widget uses unknown run `{}`", m.run),
+                    )
+                    .hint(format!(
+                        "runs declared in the book: {}",
+                        self.results.declared().join(", ")
+                    )),
+                );
+                return String::new();
+            };
+            let result = &result.result;
+            if result.train.is_none() {
+                self.diags.push(
+                    Diagnostic::error(
+                        "probe-run",
+                        Some(span.clone()),
+                        format!(
+                            "this widget runs trained models, and `{}` is a probe",
+                            m.run
+                        ),
+                    )
+                    .hint("list training runs (base = \"reference\" or one of its faults)"),
+                );
+                return String::new();
+            }
+            max_len = max_len.max(result.config.data.max_len);
+            models.push(context! { id => &m.run, label => m.label() });
+        }
+        let widget = context! {
+            id => &w.id,
+            models_url => format!("{}manifest.json", super::super::site::MODELS_DIR),
+            max_len,
+            models,
+        };
+        self.html("widget.html", context! { widget })
     }
 
     /// A caption's nodes as inline HTML (without the paragraph), and as plain text.

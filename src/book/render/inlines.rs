@@ -1,17 +1,69 @@
-//! Inline constructs: claims are evaluated and checked, inserts evaluated, references
-//! resolved; each becomes its partial's HTML and every claim and insert a claim record.
+//! Inline constructs: claims are evaluated and checked, inserts evaluated, assertions
+//! decided, literals shown as written, references resolved; each becomes its partial's HTML
+//! and every claim, insert, literal and assertion a claim record.
 
 use super::Renderer;
-use crate::book::claims::{self, Check, ClaimKind, ClaimRecord, Verdict};
+use crate::book::claims::{self, Check, ClaimKind, ClaimRecord, Operand, Verdict};
 use crate::book::diag::{Diagnostic, Span};
 use crate::book::expr;
 use crate::book::parse::{Chapter, Inline, Tolerance};
 use minijinja::{context, Value};
 
 /// What an inline construct renders as: HTML, and the plain text search indexes.
+#[derive(Default)]
 pub struct InlineOut {
     pub html: String,
     pub text: String,
+}
+
+/// What a literal's reason says in its tooltip.
+fn reason_text(reason: &str) -> String {
+    match reason {
+        "original" => "quoted from the original chapter".into(),
+        other => other.to_string(),
+    }
+}
+
+/// A claim record's fields that vary by kind.
+struct Fields {
+    kind: ClaimKind,
+    expr: String,
+    quoted: Option<String>,
+    recomputed: Option<serde_json::Value>,
+    formatted: Option<String>,
+    tolerance: Option<Tolerance>,
+    difference: Option<f64>,
+    verdict: Verdict,
+    reason: Option<String>,
+    values: Vec<Operand>,
+    quoted_span: Option<Span>,
+}
+
+impl Fields {
+    fn new(kind: ClaimKind, expr: &str, verdict: Verdict) -> Self {
+        Fields {
+            kind,
+            expr: expr.to_string(),
+            quoted: None,
+            recomputed: None,
+            formatted: None,
+            tolerance: None,
+            difference: None,
+            verdict,
+            reason: None,
+            values: Vec::new(),
+            quoted_span: None,
+        }
+    }
+}
+
+/// A checked figure's evaluation.
+struct Checked {
+    verdict: Verdict,
+    value: Option<Value>,
+    formatted: Option<String>,
+    /// The value at full precision, for the tooltip.
+    full: String,
 }
 
 impl Renderer<'_> {
@@ -19,26 +71,38 @@ impl Renderer<'_> {
     /// evaluated in source order.
     pub(super) fn inlines(&mut self, ch: &Chapter) -> Vec<InlineOut> {
         let file = self.sources.display_path(ch.file);
-        let mut out = Vec::with_capacity(ch.inlines.len());
+        let mut out: Vec<InlineOut> = Vec::with_capacity(ch.inlines.len());
+        // The `[` of the assertions whose `]{? …}` is still ahead, innermost last.
+        let mut open: Vec<usize> = Vec::new();
         for (n, inl) in ch.inlines.iter().enumerate() {
-            let (line, col) = self.sources.line_col(ch.file, inl.span.range.start);
-            let record =
-                |kind, expr: &str, quoted: Option<&str>, recomputed, verdict, span| ClaimRecord {
-                    file: file.clone(),
-                    line,
-                    col,
-                    kind,
-                    expr: expr.to_string(),
-                    quoted: quoted.map(str::to_string),
-                    recomputed,
-                    verdict,
-                    quoted_span: span,
-                };
+            let at = match &inl.node {
+                Inline::Claim { quoted_span, .. } | Inline::Literal { quoted_span, .. } => {
+                    quoted_span.range.start
+                }
+                Inline::Assert {
+                    text: Some(text), ..
+                } => text.range.start,
+                _ => inl.span.range.start,
+            };
+            let (line, col) = self.sources.line_col(ch.file, at);
+            let record = |f: Fields| ClaimRecord {
+                file: file.clone(),
+                line,
+                col,
+                kind: f.kind,
+                expr: f.expr,
+                quoted: f.quoted,
+                recomputed: f.recomputed,
+                formatted: f.formatted,
+                tolerance: f.tolerance.map(claims::tolerance_text),
+                difference: f.difference,
+                verdict: f.verdict,
+                reason: f.reason,
+                values: f.values,
+                quoted_span: f.quoted_span,
+            };
             let o = match &inl.node {
-                Inline::Label { .. } => InlineOut {
-                    html: String::new(),
-                    text: String::new(),
-                },
+                Inline::Label { .. } => InlineOut::default(),
                 Inline::Ref { id } => self.reference(id, &ch.slug, &inl.span),
                 Inline::Insert { expr, expr_span } => {
                     let v = self.eval(expr, expr_span);
@@ -48,8 +112,10 @@ impl Renderer<'_> {
                     } else {
                         Verdict::Error
                     };
-                    self.claims
-                        .push(record(ClaimKind::Inserted, expr, None, None, verdict, None));
+                    let mut f = Fields::new(ClaimKind::Inserted, expr, verdict);
+                    f.recomputed = v.as_ref().and_then(claims::to_json);
+                    f.formatted = v.is_some().then(|| text.clone());
+                    self.claims.push(record(f));
                     let html = self.claim_html(
                         n,
                         "claim-insert",
@@ -60,6 +126,23 @@ impl Renderer<'_> {
                     );
                     InlineOut { html, text }
                 }
+                Inline::Literal {
+                    quoted,
+                    quoted_span,
+                    reason,
+                } => {
+                    let mut f = Fields::new(ClaimKind::Literal, "", Verdict::Ok);
+                    f.quoted = Some(quoted.clone());
+                    f.reason = Some(reason.clone());
+                    f.quoted_span = Some(quoted_span.clone());
+                    self.claims.push(record(f));
+                    let status = format!("literal, not checked: {}", reason_text(reason));
+                    let html = self.claim_html(n, "claim-literal", quoted, "", "", &status);
+                    InlineOut {
+                        html,
+                        text: quoted.clone(),
+                    }
+                }
                 Inline::Claim {
                     quoted,
                     quoted_span,
@@ -67,32 +150,87 @@ impl Renderer<'_> {
                     expr_span,
                     tolerance,
                 } => {
-                    let (verdict, recomputed, value) =
-                        self.check(quoted, quoted_span, expr, expr_span, *tolerance);
-                    let (class, status) = match verdict {
+                    let c = self.check(quoted, quoted_span, expr, expr_span, *tolerance);
+                    let (class, status) = match c.verdict {
                         Verdict::Ok => ("claim-ok", "checked".to_string()),
                         Verdict::Drift => (
                             "claim-fail",
                             format!(
                                 "does not match: now {}",
-                                recomputed.clone().unwrap_or_default()
+                                c.formatted.clone().unwrap_or_default()
                             ),
                         ),
-                        Verdict::Error => ("claim-fail", "error".to_string()),
+                        Verdict::False | Verdict::Error => ("claim-fail", "error".to_string()),
                     };
-                    let span = Some(quoted_span.clone());
-                    self.claims.push(record(
-                        ClaimKind::Checked,
-                        expr,
-                        Some(quoted),
-                        recomputed,
-                        verdict,
-                        span,
-                    ));
-                    let html = self.claim_html(n, class, quoted, expr, &value, &status);
+                    let mut f = Fields::new(ClaimKind::Checked, expr, c.verdict);
+                    f.quoted = Some(quoted.clone());
+                    f.recomputed = c.value.as_ref().and_then(claims::to_json);
+                    f.difference = match (&c.formatted, &c.value) {
+                        (Some(fmt), Some(v)) if fmt != quoted => claims::difference(quoted, v),
+                        _ => None,
+                    };
+                    f.formatted = c.formatted;
+                    f.tolerance = *tolerance;
+                    f.quoted_span = Some(quoted_span.clone());
+                    self.claims.push(record(f));
+                    let html = self.claim_html(n, class, quoted, expr, &c.full, &status);
                     InlineOut {
                         html,
                         text: quoted.clone(),
+                    }
+                }
+                Inline::AssertStart => {
+                    open.push(n);
+                    InlineOut::default()
+                }
+                Inline::Assert {
+                    expr,
+                    expr_span,
+                    text,
+                } => {
+                    let at = text.clone().unwrap_or_else(|| inl.span.clone());
+                    let (verdict, values) = self.assertion(expr, expr_span, &at);
+                    let mut f = Fields::new(ClaimKind::Asserted, expr, verdict);
+                    f.quoted = text
+                        .as_ref()
+                        .map(|t| self.sources.text(t.file)[t.range.clone()].to_string());
+                    f.recomputed = match verdict {
+                        Verdict::Ok => Some(true.into()),
+                        Verdict::False => Some(false.into()),
+                        _ => None,
+                    };
+                    f.values.clone_from(&values);
+                    self.claims.push(record(f));
+                    let class = match verdict {
+                        Verdict::Ok => "claim-ok",
+                        _ => "claim-fail",
+                    };
+                    let status = match verdict {
+                        Verdict::Ok => "asserted, holds",
+                        Verdict::False => "asserted, does not hold",
+                        _ => "asserted, error",
+                    };
+                    let runs = self.runs_in(expr);
+                    let ctx =
+                        context! { n, class, runs, expr, values, status, bare => text.is_none() };
+                    match text.as_ref().and(open.pop()) {
+                        Some(k) => {
+                            out[k].html = self.html(
+                                "partials/assert.html",
+                                context! { part => "open", ..ctx.clone() },
+                            );
+                            let html = self
+                                .html("partials/assert.html", context! { part => "close", ..ctx });
+                            InlineOut {
+                                html,
+                                text: String::new(),
+                            }
+                        }
+                        None => InlineOut {
+                            html: self
+                                .html("partials/assert.html", context! { part => "bare", ..ctx }),
+                            text: String::new(),
+                        },
                     }
                 }
             };
@@ -101,8 +239,62 @@ impl Renderer<'_> {
         out
     }
 
-    /// Checks a claim: its verdict, what it recomputes to (written like the quote) and
-    /// its value at full precision; a drift or mismatch is reported at the quote.
+    /// Decides an assertion: its verdict and the values of the run paths its condition
+    /// reads; a false one is reported at `at` (its text, or the bare `{?`).
+    fn assertion(&mut self, expr: &str, expr_span: &Span, at: &Span) -> (Verdict, Vec<Operand>) {
+        let Some(v) = self.eval(expr, expr_span) else {
+            return (Verdict::Error, Vec::new());
+        };
+        let results = self.results;
+        let values: Vec<Operand> = expr::operands(expr, &|name| results.by_run.contains_key(name))
+            .into_iter()
+            .filter_map(|op| {
+                let v = expr::evaluate(&self.env, &op, &self.ctx).ok()?;
+                Some(Operand {
+                    expr: op,
+                    value: expr::as_short_text(&v),
+                })
+            })
+            .collect();
+        if self.constant(expr) {
+            self.diags.push(
+                Diagnostic::error(
+                    "constant-claim",
+                    Some(at.clone()),
+                    "an assertion that depends on no run",
+                )
+                .label(format!("`{expr}` is a constant"))
+                .hint("assert something about a run's result, e.g. `{? run.train.test.correct == run.train.test.total}`"),
+            );
+            return (Verdict::Error, values);
+        }
+        if v.is_true() {
+            return (Verdict::Ok, values);
+        }
+        let mut d = Diagnostic::error(
+            "assertion-false",
+            Some(at.clone()),
+            "asserted statement does not hold",
+        )
+        .label(format!("false: {expr}"));
+        for op in &values {
+            d = d.note(format!("{} = {}", op.expr, op.value));
+        }
+        self.diags.push(d.hint(
+            "rewrite the statement (and its condition) to what the runs show; `--bless` never rewrites an assertion",
+        ));
+        (Verdict::False, values)
+    }
+
+    /// Whether an expression evaluates without any run: a constant.
+    fn constant(&self, expr: &str) -> bool {
+        let empty = Value::from_serialize(serde_json::json!({}));
+        expr::evaluate(&self.env, expr, &empty).is_ok()
+    }
+
+    /// Checks a claim: its verdict, its value, what it recomputes to (written like the
+    /// quote) and its value at full precision; a drift, mismatch or constant is reported at
+    /// the quote.
     fn check(
         &mut self,
         quoted: &str,
@@ -110,21 +302,49 @@ impl Renderer<'_> {
         expr: &str,
         expr_span: &Span,
         tolerance: Option<Tolerance>,
-    ) -> (Verdict, Option<String>, String) {
+    ) -> Checked {
         let Some(val) = self.eval(expr, expr_span) else {
-            return (Verdict::Error, None, "??".to_string());
+            return Checked {
+                verdict: Verdict::Error,
+                value: None,
+                formatted: None,
+                full: "??".to_string(),
+            };
         };
         let full = expr::as_full_text(&val);
-        match claims::check(quoted, &val, tolerance) {
-            Check::Holds => (Verdict::Ok, Some(quoted.to_string()), full),
+        if self.constant(expr) {
+            self.diags.push(
+                Diagnostic::error(
+                    "constant-claim",
+                    Some(quoted_span.clone()),
+                    "a checked figure that depends on no run",
+                )
+                .label(format!("`{expr}` is a constant: there is nothing to check"))
+                .hint(format!(
+                    "mark it as a literal, `[{quoted}]{{! reason}}` (e.g. `{{! original}}`), or compute it from a run's result"
+                )),
+            );
+            return Checked {
+                verdict: Verdict::Error,
+                value: Some(val),
+                formatted: None,
+                full,
+            };
+        }
+        let (verdict, formatted) = match claims::check(quoted, &val, tolerance) {
+            Check::Holds { formatted } => (Verdict::Ok, Some(formatted)),
             Check::Drift { recomputed } => {
                 self.diags.push(
-                            Diagnostic::error("drift", Some(quoted_span.clone()), "quoted figure does not match its run")
-                                .label(format!("quoted `{quoted}`, recomputed `{recomputed}`"))
-                                .note(format!("expression: {expr} = {full}"))
-                                .hint("update the text, or run `revtx-book check --bless` to rewrite drifted figures"),
-                        );
-                (Verdict::Drift, Some(recomputed), full)
+                    Diagnostic::error(
+                        "drift",
+                        Some(quoted_span.clone()),
+                        "quoted figure does not match its run",
+                    )
+                    .label(format!("quoted `{quoted}`, recomputed `{recomputed}`"))
+                    .note(format!("expression: {expr} = {full}"))
+                    .hint("update the text, or run `revtx-book check --bless` to rewrite drifted figures"),
+                );
+                (Verdict::Drift, Some(recomputed))
             }
             Check::Mismatch { reason } => {
                 self.diags.push(
@@ -136,8 +356,14 @@ impl Renderer<'_> {
                     .label(reason)
                     .note(format!("expression: {expr}")),
                 );
-                (Verdict::Error, None, full)
+                (Verdict::Error, None)
             }
+        };
+        Checked {
+            verdict,
+            value: Some(val),
+            formatted,
+            full,
         }
     }
 
@@ -149,7 +375,7 @@ impl Renderer<'_> {
                     Some(span.clone()),
                     format!("unknown reference `{id}`"),
                 )
-                .hint("refer to a figure, table or labelled equation by its id"),
+                .hint("refer to a figure, table, labelled equation or heading by its id"),
             );
             return InlineOut {
                 html: "??".into(),
@@ -183,12 +409,15 @@ impl Renderer<'_> {
 
     /// The runs an expression names, in order of first mention.
     fn runs_in(&self, expr: &str) -> Vec<String> {
-        let mut v: Vec<String> = expr
+        let mut v: Vec<String> = Vec::new();
+        for w in expr
             .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
             .filter(|w| self.results.by_run.contains_key(*w))
-            .map(String::from)
-            .collect();
-        v.dedup();
+        {
+            if !v.iter().any(|x| x == w) {
+                v.push(w.to_string());
+            }
+        }
         v
     }
 
@@ -213,7 +442,8 @@ impl Renderer<'_> {
                     .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
                     .find(|w| !w.is_empty())
                     .unwrap_or("");
-                let known_run = self.results.by_run.contains_key(first) || first == "machine";
+                let known_run = self.results.by_run.contains_key(first)
+                    || !expr::operands(expr, &|n| self.results.by_run.contains_key(n)).is_empty();
                 let d = Diagnostic::error(
                     "expression",
                     Some(span.clone()),

@@ -34,6 +34,7 @@ use std::path::Path;
 pub struct TocEntry {
     pub level: u8,
     pub id: String,
+    /// The heading's text, after its section number if it has one ("1.4 Why …").
     pub text: String,
 }
 
@@ -57,8 +58,13 @@ pub struct RenderedChapter {
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
 pub struct Counts {
+    /// Claims by kind: checked figures, asserted statements, literals, inserted values,
+    /// and the numerals of the prose bound to none of them.
     pub checked: usize,
+    pub asserted: usize,
+    pub literal: usize,
     pub inserted: usize,
+    pub unbound: usize,
     pub figures: usize,
     pub tables: usize,
     pub equations: usize,
@@ -68,7 +74,10 @@ pub struct Counts {
 impl std::ops::AddAssign for Counts {
     fn add_assign(&mut self, o: Counts) {
         self.checked += o.checked;
+        self.asserted += o.asserted;
+        self.literal += o.literal;
         self.inserted += o.inserted;
+        self.unbound += o.unbound;
         self.figures += o.figures;
         self.tables += o.tables;
         self.equations += o.equations;

@@ -1,25 +1,65 @@
-//! Numbering and cross-references: figures, tables (directives and captioned markdown
-//! tables) and display equations are numbered in document order, per chapter.
+//! Numbering and cross-references: sections (`##` headings), figures, tables (directives and
+//! captioned markdown tables) and display equations are numbered in document order, per
+//! chapter.
+//!
+//! A `##` heading is numbered "1.4" (chapter 1, fourth section) unless it has the class
+//! `{.unnumbered}`; `###` headings are not numbered. A heading with an id (`{#sec-scale}`)
+//! can be referred to: `{@sec-scale}` reads "Section 1.4"; a `###` heading reads as the
+//! section it belongs to ("Section 1.4") and links to itself; an unnumbered one reads as
+//! its title in quotes.
 
 use crate::book::parse::{Chapter, Directive, Inline, Node};
-use pulldown_cmark::{Event, Tag, TagEnd};
+use pulldown_cmark::{Event, HeadingLevel, Tag, TagEnd};
 use std::collections::HashMap;
 
 /// Where numbered things live, across chapters: id → (label, page).
 pub type Anchors = HashMap<String, (String, String)>;
 
-/// A numbered thing: "Figure 1.2", "Table 1.1" or "(1.3)", and its id if it has one.
+/// A numbered thing: "Figure 1.2", "Table 1.1", "(1.3)" or a section's "1.4" (empty for
+/// an unnumbered heading), its id if it has one, and how a reference to it reads.
 #[derive(Clone, Debug)]
 pub struct Number {
     pub label: String,
     pub id: Option<String>,
+    /// "Figure 1.2", "(1.3)", "Section 1.4".
+    pub xref: String,
 }
 
-/// The numbers of a chapter, by the index of the node that starts each numbered thing.
+/// The numbers of a chapter, by the index of the node that starts each numbered thing
+/// (headings with an id or a number included).
 pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
-    let (mut fig, mut tab, mut eq) = (0, 0, 0);
+    let (mut fig, mut tab, mut eq, mut sec) = (0, 0, 0, 0);
+    let mut section = format!("Chapter {}", ch.number);
     let mut out = HashMap::new();
     for (i, node) in ch.nodes.iter().enumerate() {
+        if let Node::Md(Event::Start(Tag::Heading {
+            level, id, classes, ..
+        })) = node
+        {
+            let numbered =
+                *level == HeadingLevel::H2 && !classes.iter().any(|c| &**c == "unnumbered");
+            let (label, xref) = if numbered {
+                sec += 1;
+                let label = format!("{}.{sec}", ch.number);
+                section = format!("Section {label}");
+                (label, section.clone())
+            } else if *level == HeadingLevel::H2 {
+                (String::new(), format!("“{}”", heading_text(ch, i)))
+            } else {
+                (String::new(), section.clone())
+            };
+            if *level != HeadingLevel::H1 {
+                out.insert(
+                    i,
+                    Number {
+                        label,
+                        id: id.as_ref().map(ToString::to_string),
+                        xref,
+                    },
+                );
+            }
+            continue;
+        }
         let number = match node {
             Node::Directive(d) => match &d.node {
                 Directive::Figure(b) => {
@@ -48,6 +88,7 @@ pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
         out.insert(
             i,
             Number {
+                xref: number.0.clone(),
                 label: number.0,
                 id: number.1,
             },
@@ -56,13 +97,26 @@ pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
     out
 }
 
+/// The plain text of the heading starting at node `i`.
+fn heading_text(ch: &Chapter, i: usize) -> String {
+    let mut t = String::new();
+    for n in &ch.nodes[i + 1..] {
+        match n {
+            Node::Md(Event::End(TagEnd::Heading(_))) => break,
+            Node::Md(Event::Text(s) | Event::Code(s)) => t.push_str(s),
+            _ => {}
+        }
+    }
+    t.trim().to_string()
+}
+
 /// Numbers every chapter; returns id → (label, page).
 pub fn anchors(chapters: &[Chapter]) -> Anchors {
     let mut anchors = Anchors::new();
     for ch in chapters {
         for n in numbers(ch).into_values() {
             if let Some(id) = n.id {
-                anchors.insert(id, (n.label, ch.slug.clone()));
+                anchors.insert(id, (n.xref, ch.slug.clone()));
             }
         }
     }

@@ -35,10 +35,10 @@ impl Renderer<'_> {
                         .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Heading(_)))))
                         .unwrap_or(0);
                     let nodes = &ch.nodes[i + 1..end];
+                    let section = numbers.get(&i).map(|n| n.label.as_str()).unwrap_or("");
                     i = end + 1;
                     let (html, text) = self.heading(
-                        *level,
-                        id.as_deref(),
+                        (*level, id.as_deref(), section),
                         nodes,
                         &inlines,
                         &mut toc,
@@ -82,12 +82,13 @@ impl Renderer<'_> {
         let mut html = String::new();
         pulldown_cmark::html::push_html(&mut html, out.into_iter());
         let file = self.sources.display_path(ch.file);
-        let mine = self.claims.iter().filter(|c| c.file == file);
-        counts.checked = mine
-            .clone()
-            .filter(|c| c.kind == ClaimKind::Checked)
-            .count();
-        counts.inserted = mine.filter(|c| c.kind == ClaimKind::Inserted).count();
+        let mine: Vec<_> = self.claims.iter().filter(|c| c.file == file).collect();
+        let of = |k: ClaimKind| mine.iter().filter(|c| c.kind == k).count();
+        counts.checked = of(ClaimKind::Checked);
+        counts.inserted = of(ClaimKind::Inserted);
+        counts.literal = of(ClaimKind::Literal);
+        counts.asserted = of(ClaimKind::Asserted);
+        counts.unbound = ch.unbound;
         let search = search.finish(&title);
         RenderedChapter {
             title,
@@ -100,11 +101,10 @@ impl Renderer<'_> {
     }
 
     /// A heading's HTML, with its entry in the table of contents and the search index, and
-    /// its text; the page's `#` title has no HTML.
+    /// its text (with its section number, if it has one); the page's `#` title has no HTML.
     fn heading(
         &mut self,
-        level: HeadingLevel,
-        id: Option<&str>,
+        (level, id, number): (HeadingLevel, Option<&str>, &str),
         nodes: &[Node],
         inlines: &[InlineOut],
         toc: &mut Vec<TocEntry>,
@@ -116,6 +116,11 @@ impl Renderer<'_> {
             return (None, text);
         }
         let id = id.map_or_else(|| format!("sec-{}", slugify(&text)), ToString::to_string);
+        let text = if number.is_empty() {
+            text
+        } else {
+            format!("{number} {text}")
+        };
         let level = level as u8;
         if level <= 3 {
             toc.push(TocEntry {
@@ -132,7 +137,7 @@ impl Renderer<'_> {
         let inner = Value::from_safe_string(inner);
         let html = self.html(
             "partials/heading.html",
-            context! { level, id, inner, text => &text },
+            context! { level, id, number, inner, text => &text },
         );
         (Some(html), text)
     }
@@ -148,6 +153,7 @@ impl Renderer<'_> {
     ) -> String {
         match &d.node {
             Directive::Run { .. } => String::new(),
+            Directive::Widget(w) => self.widget(w, &d.span),
             Directive::Include { path, anchor } => {
                 counts.listings += 1;
                 let (html, code) = self.include(path, anchor.as_deref(), &d.span);
