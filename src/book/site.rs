@@ -3,8 +3,12 @@
 //!
 //! A failed or interrupted build therefore leaves the previous site intact. The page
 //! templates (`page.html`, `index.html`, `runs.html`, `overlay.html`) are rendered here.
+//! A book with a widget also gets its models, exported under `models/` (see `export.rs`),
+//! and the pages that hold a widget load its script and styles.
 
-use super::parse::Book;
+use super::export;
+use super::parse::directive::WidgetModel;
+use super::parse::{Book, Directive};
 use super::render::{self, RenderedChapter, SearchEntry};
 use super::runs::Results;
 use crate::engine::{CODE_FINGERPRINT, LIBTORCH_VERSION};
@@ -12,6 +16,9 @@ use anyhow::{Context, Result};
 use minijinja::{context, Environment};
 use std::fmt::Write as _;
 use std::path::Path;
+
+/// Where the widget's models go, relative to the site root (the pages are at the root).
+pub const MODELS_DIR: &str = "models/";
 
 pub struct SiteContext<'a> {
     pub book: &'a Book,
@@ -79,19 +86,29 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
     );
     nav.push(("Runs".to_string(), "runs.html".to_string()));
     let generated = build_time();
+    let with_widget: Vec<&str> = book
+        .chapters
+        .iter()
+        .filter(|ch| {
+            ch.directives()
+                .any(|d| matches!(d.node, Directive::Widget(_)))
+        })
+        .map(|ch| ch.slug.as_str())
+        .collect();
     let page = |title: &str,
                 slug: &str,
                 kind: &str,
                 content: String,
                 toc: &[render::TocEntry]|
      -> Result<String> {
+        let widget = with_widget.contains(&slug);
         let nav: Vec<_> = nav
             .iter()
             .map(|(t, h)| context! { title => t, href => h, current => h == slug })
             .collect();
         Ok(env.get_template("page.html")?.render(context! {
             book => context! { title => &book.config.title, author => &book.config.author, language => &book.config.language },
-            page => context! { title => title, content => minijinja::Value::from_safe_string(content), toc => toc, kind => kind },
+            page => context! { title => title, content => minijinja::Value::from_safe_string(content), toc => toc, kind => kind, widget => widget },
             root => "",
             nav => nav,
             build => context! { version => env!("CARGO_PKG_VERSION"), fingerprint => CODE_FINGERPRINT, generated => generated },
@@ -142,6 +159,12 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
         dir.join("runs.html"),
         page("Runs", "runs.html", "runs", runs_html, &runs_toc)?,
     )?;
+
+    // The widget's models, when the book has a widget.
+    let models = widget_models(book);
+    if !models.is_empty() {
+        export_models(ctx.results, &models, &dir.join(MODELS_DIR))?;
+    }
 
     // Assets and metadata.
     copy_dir(&root.join("static"), &dir.join("static"))?;
@@ -205,6 +228,58 @@ fn downloads(results: &Results, runs_dir: &Path) -> Result<Vec<minijinja::Value>
         });
     }
     Ok(runs_view)
+}
+
+/// The models of every widget in the book, each run once, in the order they first appear.
+pub fn widget_models(book: &Book) -> Vec<&WidgetModel> {
+    let mut out: Vec<&WidgetModel> = Vec::new();
+    for ch in &book.chapters {
+        for d in ch.directives() {
+            if let Directive::Widget(w) = &d.node {
+                for m in &w.models {
+                    if !out.iter().any(|o| o.run == m.run) {
+                        out.push(m);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Writes `models` (each run's first seed, from its cache entry) into `dir`: the manifest,
+/// the engine's decodes and one weights file per model. Returns the weights' bytes.
+pub fn export_models(results: &Results, models: &[&WidgetModel], dir: &Path) -> Result<usize> {
+    let mut list = Vec::new();
+    for m in models {
+        let produced = results
+            .by_run
+            .get(&m.run)
+            .and_then(|p| p.first())
+            .with_context(|| format!("the widget's run `{}` has no result", m.run))?;
+        let key = produced
+            .dir
+            .file_name()
+            .and_then(|k| k.to_str())
+            .unwrap_or_default();
+        list.push(export::Model {
+            id: &m.run,
+            label: m.label(),
+            result: &produced.result,
+            key,
+            entry: &produced.dir,
+        });
+    }
+    let total = export::write(dir, &list)
+        .map_err(|e| anyhow::anyhow!(e))
+        .context("exporting the widget's models")?;
+    anyhow::ensure!(
+        total <= export::BUDGET,
+        "the widget's models weigh {total} bytes together, over the budget of {} bytes: \
+         list fewer models",
+        export::BUDGET
+    );
+    Ok(total)
 }
 
 /// When the site was built, in Unix seconds: `SOURCE_DATE_EPOCH` if set (reproducible

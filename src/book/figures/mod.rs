@@ -24,6 +24,8 @@ kinds! {
         Loss(loss) = "loss",
         Attention(attention) = "attention",
         Faults(faults) = "faults",
+        BlockDiagram(block_diagram) = "block-diagram",
+        Sharpening(sharpening) = "sharpening",
     }
 }
 
@@ -98,5 +100,27 @@ mod tests {
         assert!(!s.to_ascii_lowercase().contains("#ffffff"));
         assert!(s.trim_end().ends_with("</svg>"));
         assert!(!svg.alt.is_empty());
+        dump(svg);
+    }
+
+    /// With `REVTX_FIGURE_DIR` set, writes each checked figure there as a standalone SVG
+    /// (named by a hash of its alt text), for looking at it.
+    fn dump(svg: &Svg) {
+        let Some(dir) = std::env::var_os("REVTX_FIGURE_DIR") else {
+            return;
+        };
+        let name = format!("{}.svg", &blake3::hash(svg.alt.as_bytes()).to_hex()[..12]);
+        let text = format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\">\n<title>{}</title>\n{}",
+            svg.width,
+            svg.height,
+            svg.width,
+            svg.height,
+            svg.alt.replace('&', "&amp;").replace('<', "&lt;"),
+            svg.body
+        );
+        let dir = std::path::Path::new(&dir);
+        let _ = std::fs::create_dir_all(dir);
+        let _ = std::fs::write(dir.join(name), text);
     }
 }

@@ -1,0 +1,221 @@
+//! Trained models for the page's widget: each model's weights as one compact file, a
+//! manifest the widget reads, and the engine's own decodes for the browser's parity test.
+//!
+//! `models/<id>.bin` holds the float32 weights of every tensor, in name order, byte-plane
+//! shuffled (every float's first byte, then every second byte, ...) and gzip-compressed:
+//! the exponent bytes then compress well, and the file stays lossless. The page undoes
+//! both with `DecompressionStream` (see static/widget.js).
+
+use crate::engine::entry::WEIGHTS_FILE;
+use crate::engine::result::RunResult;
+use serde::Serialize;
+use std::io::Write;
+use std::path::Path;
+
+/// What the weights of all models together may weigh: the page's transfer grows by at
+/// most this much (issue 13).
+pub const BUDGET: usize = 1_500_000;
+
+/// One model to export: a training run's result and the directory of its cache entry.
+pub struct Model<'a> {
+    pub id: &'a str,
+    pub label: &'a str,
+    pub result: &'a RunResult,
+    pub key: &'a str,
+    pub entry: &'a Path,
+}
+
+#[derive(Serialize)]
+struct Manifest<'a> {
+    format: u32,
+    models: Vec<ManifestModel<'a>>,
+}
+
+#[derive(Serialize)]
+struct ManifestModel<'a> {
+    id: &'a str,
+    label: &'a str,
+    run: &'a str,
+    seed: u64,
+    key: &'a str,
+    profile: &'a str,
+    config: &'a crate::engine::config::ModelConfig,
+    train_lengths: [usize; 2],
+    first_untrained: Option<usize>,
+    file: String,
+    bytes: usize,
+    floats: usize,
+    tensors: Vec<TensorInfo>,
+    attention: AttentionInfo<'a>,
+}
+
+#[derive(Serialize)]
+struct TensorInfo {
+    name: String,
+    shape: Vec<usize>,
+    offset: usize,
+}
+
+#[derive(Serialize)]
+struct AttentionInfo<'a> {
+    input: &'a str,
+    tokens: &'a [String],
+}
+
+#[derive(Serialize)]
+struct Decodes<'a> {
+    test: Pairs<'a>,
+    long: Pairs<'a>,
+    /// The engine's attention for the manifest's input (what the browser test reads).
+    attention: EngineAttention<'a>,
+}
+
+#[derive(Serialize)]
+struct EngineAttention<'a> {
+    input: &'a str,
+    tokens: &'a [String],
+    /// `[layer][head][query][key]`.
+    weights: &'a [Vec<Vec<Vec<f64>>>],
+}
+
+#[derive(Serialize)]
+struct Pairs<'a> {
+    inputs: &'a [String],
+    outputs: &'a [String],
+}
+
+/// Writes `dir/manifest.json`, `dir/decodes.json` and one `dir/<id>.bin` per model.
+/// Returns the bytes written for the weights.
+pub fn write(dir: &Path, models: &[Model]) -> Result<usize, String> {
+    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+    let mut manifest = Manifest {
+        format: 1,
+        models: Vec::new(),
+    };
+    let mut decodes = std::collections::BTreeMap::new();
+    let mut total = 0;
+    for m in models {
+        let train = m
+            .result
+            .train
+            .as_ref()
+            .ok_or_else(|| format!("`{}` is not a training run", m.id))?;
+        let (floats, tensors) = read_weights(&m.entry.join(WEIGHTS_FILE))?;
+        let packed = pack(&floats)?;
+        let file = format!("{}.bin", m.id);
+        std::fs::write(dir.join(&file), &packed).map_err(|e| e.to_string())?;
+        total += packed.len();
+        let data = &m.result.config.data;
+        manifest.models.push(ManifestModel {
+            id: m.id,
+            label: m.label,
+            run: m.id,
+            seed: m.result.seed,
+            key: m.key,
+            profile: &m.result.env.profile,
+            config: &m.result.config.model,
+            train_lengths: [data.min_len, data.max_len],
+            first_untrained: train.positions.first_untrained,
+            file,
+            bytes: packed.len(),
+            floats: floats.len(),
+            tensors,
+            attention: AttentionInfo {
+                input: &train.attention.input,
+                tokens: &train.attention.tokens,
+            },
+        });
+        decodes.insert(
+            m.id,
+            Decodes {
+                test: Pairs {
+                    inputs: &train.test.inputs,
+                    outputs: &train.test.outputs,
+                },
+                long: Pairs {
+                    inputs: &train.long.inputs,
+                    outputs: &train.long.outputs,
+                },
+                attention: EngineAttention {
+                    input: &train.attention.input,
+                    tokens: &train.attention.tokens,
+                    weights: &train.attention.weights,
+                },
+            },
+        );
+    }
+    let manifest = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
+    let decodes = serde_json::to_vec(&decodes).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("manifest.json"), manifest).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join("decodes.json"), decodes).map_err(|e| e.to_string())?;
+    Ok(total)
+}
+
+/// Every tensor of a safetensors file as float32, in name order, with where each starts.
+fn read_weights(path: &Path) -> Result<(Vec<f32>, Vec<TensorInfo>), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let st = safetensors::SafeTensors::deserialize(&bytes)
+        .map_err(|e| format!("{}: {e:?}", path.display()))?;
+    let mut names: Vec<String> = st.names().into_iter().cloned().collect();
+    names.sort();
+    let (mut floats, mut infos) = (Vec::new(), Vec::new());
+    for name in names {
+        let t = st.tensor(&name).map_err(|e| format!("{name}: {e:?}"))?;
+        if t.dtype() != safetensors::Dtype::F32 {
+            return Err(format!("{name}: weights must be float32"));
+        }
+        infos.push(TensorInfo {
+            name,
+            shape: t.shape().to_vec(),
+            offset: floats.len(),
+        });
+        floats.extend(
+            t.data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+        );
+    }
+    Ok((floats, infos))
+}
+
+/// Byte-plane shuffle, then gzip: lossless, and a fifth smaller than the raw floats.
+fn pack(floats: &[f32]) -> Result<Vec<u8>, String> {
+    let n = floats.len();
+    let mut planes = vec![0u8; 4 * n];
+    for (i, x) in floats.iter().enumerate() {
+        for (b, byte) in x.to_le_bytes().into_iter().enumerate() {
+            planes[b * n + i] = byte;
+        }
+    }
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&planes).map_err(|e| e.to_string())?;
+    gz.finish().map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn packing_is_lossless() {
+        let xs: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.37).sin() / 3.0).collect();
+        let packed = pack(&xs).unwrap();
+        let mut planes = Vec::new();
+        flate2::read::GzDecoder::new(&packed[..])
+            .read_to_end(&mut planes)
+            .unwrap();
+        let n = xs.len();
+        let back: Vec<f32> = (0..n)
+            .map(|i| {
+                f32::from_le_bytes([
+                    planes[i],
+                    planes[n + i],
+                    planes[2 * n + i],
+                    planes[3 * n + i],
+                ])
+            })
+            .collect();
+        assert_eq!(back, xs);
+    }
+}
