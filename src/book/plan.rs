@@ -31,6 +31,9 @@ pub struct Shard {
     /// 1-based, as in `--shard 2/4`.
     pub index: usize,
     pub jobs: Vec<ShardJob>,
+    /// What the assignment balances: FLOPs, the same on every machine.
+    pub gflop: f64,
+    /// Estimated seconds on this machine.
     pub seconds: f64,
 }
 
@@ -115,23 +118,26 @@ pub fn plan(
     })
 }
 
-/// Longest first, each to the least loaded shard (ties: the lowest index), so that every
-/// machine computes the same assignment from the same plan.
+/// Longest first, each to the least loaded shard (ties: the lowest index). It balances
+/// FLOPs, not this machine's seconds: every train job recomputes the plan on its own
+/// runner, and all of them must arrive at the same assignment.
 fn balance(todo: &[&Planned], n: usize) -> Vec<Shard> {
     let mut shards: Vec<Shard> = (1..=n)
         .map(|index| Shard {
             index,
             jobs: Vec::new(),
+            gflop: 0.0,
             seconds: 0.0,
         })
         .collect();
     let mut order: Vec<&&Planned> = todo.iter().collect();
-    order.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.key.cmp(&b.key)));
+    order.sort_by(|a, b| b.gflop.total_cmp(&a.gflop).then(a.key.cmp(&b.key)));
     for p in order {
         let s = shards
             .iter_mut()
-            .min_by(|a, b| a.seconds.total_cmp(&b.seconds).then(a.index.cmp(&b.index)))
+            .min_by(|a, b| a.gflop.total_cmp(&b.gflop).then(a.index.cmp(&b.index)))
             .expect("at least one shard");
+        s.gflop += p.gflop;
         s.seconds += p.seconds;
         s.jobs.push(ShardJob {
             run: p.run.clone(),
@@ -184,7 +190,7 @@ mod tests {
             seed: 0,
             key: key.into(),
             cached: false,
-            gflop: 0.0,
+            gflop: seconds * 30.0,
             seconds,
             job: Job {
                 run: key.into(),
@@ -216,6 +222,22 @@ mod tests {
             ["b", "c", "e"]
         );
         assert_eq!((s[0].seconds, s[1].seconds), (15.0, 15.0));
+        assert_eq!((s[0].gflop, s[1].gflop), (450.0, 450.0));
+        // Another runner's calibration (here, twice as fast) assigns the same runs.
+        let faster: Vec<Planned> = ps
+            .iter()
+            .map(|p| Planned {
+                seconds: p.seconds / 2.0,
+                ..p.clone()
+            })
+            .collect();
+        let f = balance(&faster.iter().collect::<Vec<_>>(), 2);
+        let keys = |s: &[Shard]| -> Vec<Vec<String>> {
+            s.iter()
+                .map(|s| s.jobs.iter().map(|j| j.key.clone()).collect())
+                .collect()
+        };
+        assert_eq!(keys(&s), keys(&f));
         let empty = balance(&refs[..0], 3);
         assert!(empty.iter().all(|s| s.jobs.is_empty()));
     }

@@ -107,28 +107,42 @@ pub fn plan(args: &PlanArgs) -> ExitCode {
             r.seconds
         );
     }
-    let todo = p.runs.iter().filter(|r| !r.cached).count();
+    // Two directives may share a run (`reference` is also seed 0 of `reference_seeds`):
+    // count cache keys, as training does.
+    let distinct = |cached: Option<bool>| {
+        let keys: std::collections::HashSet<&str> = p
+            .runs
+            .iter()
+            .filter(|r| cached.is_none_or(|c| r.cached == c))
+            .map(|r| r.key.as_str())
+            .collect();
+        keys.len()
+    };
     println!(
         "profile {}; speed {:.1} GFLOP/s per engine ({})",
         p.profile, p.gflops, p.calibration
     );
     println!(
-        "{todo} of {} runs to train: {:.0} s one after another; the longest single run {:.0} s",
-        p.runs.len(),
+        "{} of {} distinct runs to train: {:.0} s one after another; the longest single run {:.0} s",
+        distinct(Some(false)),
+        distinct(None),
         p.total_seconds,
         p.critical_seconds
     );
     if p.shards.len() > 1 {
         for s in &p.shards {
             println!(
-                "shard {}/{}: {} runs, {:.0} s",
+                "shard {}/{}: {:>2} runs, {:>6.0} GFLOP, {:>5.0} s",
                 s.index,
                 p.shards.len(),
                 s.jobs.len(),
+                s.gflop,
                 s.seconds
             );
         }
-        let ideal = p.total_seconds / p.shards.len() as f64;
+        // `+ 0.0`: an empty sum of floats is -0.0, which would print as "-0".
+        #[allow(clippy::cast_precision_loss, reason = "a handful of shards")]
+        let ideal = p.total_seconds / p.shards.len() as f64 + 0.0;
         println!(
             "slowest shard {:.0} s (ideal split {:.0} s, critical path {:.0} s)",
             p.makespan_seconds, ideal, p.critical_seconds
