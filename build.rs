@@ -1,5 +1,5 @@
-//! Build script: two jobs.
-//! 1. Give the binary an rpath to libtorch's lib dir, so it starts without LD_LIBRARY_PATH.
+//! Build script: three jobs.
+//! 1. Give the binary an rpath to libtorch's lib dir, so it starts without `LD_LIBRARY_PATH`.
 //! 2. Compile the engine's C++ shim (oneDNN linear layers) against libtorch.
 //! 3. Fingerprint the source that decides what a run computes: everything under
 //!    `src/engine/` and the engine binary. The run cache keys on it, so editing that code

@@ -1,6 +1,11 @@
 //! `revtx-book`: builds the chapter into a site and checks every quoted figure. This file
 //! declares the command line; each command lives in `cmd/`.
 
+#![allow(
+    clippy::doc_markdown,
+    reason = "PyTorch, KaTeX and the like are names in prose, not code"
+)]
+
 use clap::{Parser, Subcommand};
 use revtx_book::book::runs;
 use revtx_book::engine::profile::Profile;
@@ -94,7 +99,7 @@ fn main() -> ExitCode {
         Cmd::Plan(args) => cmd::shard::plan(&args),
         Cmd::Train(args) => cmd::shard::train(&args),
         Cmd::Merge(args) => cmd::shard::merge(&args),
-        Cmd::Bench(args) => cmd::bench::bench(args),
+        Cmd::Bench(args) => cmd::bench::bench(&args),
         Cmd::Numerics { root, profile } => cmd::numerics::numerics(&root, profile),
         Cmd::Run { args } => run_engine(&args),
     }

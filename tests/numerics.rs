@@ -24,7 +24,7 @@ fn fingerprint(mkl_branch: Option<&str>) -> Fingerprint {
 }
 
 /// Design (b) of the profile, proven on one machine: MKL's branch (AUTO picks per vendor
-/// and model, COMPATIBLE is vendor-neutral, SSE4_2 is another path again) changes no bit
+/// and model, COMPATIBLE is vendor-neutral, `SSE4_2` is another path again) changes no bit
 /// of any probed operation or of four real training steps.
 #[test]
 fn no_result_depends_on_mkl() {

@@ -47,23 +47,19 @@ fn site_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
             .to_string_lossy()
             .into_owned();
         let mut bytes = std::fs::read(e.path()).unwrap();
-        if rel.starts_with("runs/") && rel.ends_with(".json") {
+        if rel.starts_with("runs/") && Path::new(&rel).extension().is_some_and(|x| x == "json") {
             let mut v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
             v.as_object_mut().unwrap().remove("env");
             bytes = v.to_string().into_bytes();
         } else if rel == "runs.html" {
             let text = String::from_utf8(bytes).unwrap();
-            let masked: String = text
-                .split("<td class=\"num\">")
-                .enumerate()
-                .map(|(i, part)| {
-                    if i == 0 {
-                        return part.to_string();
-                    }
-                    let end = part.find("</td>").unwrap_or(0);
-                    format!("<td class=\"num\">#{}", &part[end..])
-                })
-                .collect();
+            let mut parts = text.split("<td class=\"num\">");
+            let mut masked = parts.next().unwrap_or_default().to_string();
+            for part in parts {
+                let end = part.find("</td>").unwrap_or(0);
+                masked.push_str("<td class=\"num\">#");
+                masked.push_str(&part[end..]);
+            }
             bytes = masked
                 .replace(" <span class=\"badge\">cached</span>", "")
                 .into_bytes();

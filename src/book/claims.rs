@@ -218,7 +218,8 @@ pub fn format_number(v: f64, f: &NumFormat) -> String {
     s
 }
 
-fn group_thousands(s: &str) -> String {
+/// `1234567.5` → `1,234,567.5` (digits only: the caller keeps the sign).
+pub(crate) fn group_thousands(s: &str) -> String {
     let (int, frac) = s.split_once('.').map_or((s, None), |(i, f)| (i, Some(f)));
     let mut out = String::new();
     for (k, c) in int.chars().enumerate() {

@@ -199,7 +199,9 @@ mod tests {
 
     #[test]
     fn packing_is_lossless() {
-        let xs: Vec<f32> = (0..1000).map(|i| (i as f32 * 0.37).sin() / 3.0).collect();
+        let xs: Vec<f32> = (0..1000u16)
+            .map(|i| (f32::from(i) * 0.37).sin() / 3.0)
+            .collect();
         let packed = pack(&xs).unwrap();
         let mut planes = Vec::new();
         flate2::read::GzDecoder::new(&packed[..])

@@ -46,6 +46,10 @@ use std::time::{Duration, Instant};
 
 /// What `build` and `check` do.
 #[derive(Clone, Debug)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent switches, one per command-line flag"
+)]
 pub struct BuildOptions {
     /// Project root (holds `book/`, `templates/`, `static/`, `src/`).
     pub root: PathBuf,

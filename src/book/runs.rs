@@ -331,6 +331,9 @@ pub fn execute(
 type Outcomes = Vec<Result<(Job, Produced), Diagnostic>>;
 
 /// Runs jobs on a pool of `opts.jobs` engine processes; the longest runs start first.
+///
+/// # Panics
+/// If a worker thread panicked while holding the queue (a bug, not bad input).
 pub fn run_jobs(
     mut jobs: Vec<Job>,
     runs_dir: &Path,

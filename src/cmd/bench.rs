@@ -9,6 +9,7 @@
 use revtx_book::book::{self, runs, runs::RunOptions, BuildOptions};
 use revtx_book::engine::profile::Profile;
 use serde_json::Value;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
@@ -132,7 +133,7 @@ struct Samples {
     phases: Vec<Value>,
 }
 
-pub fn bench(args: BenchArgs) -> ExitCode {
+pub fn bench(args: &BenchArgs) -> ExitCode {
     let peer_ok = args.peer.exists()
         && Command::new("python3")
             .env("PYTHONPATH", &args.torch)
@@ -148,14 +149,14 @@ pub fn bench(args: BenchArgs) -> ExitCode {
     }
     let mut s = Samples::default();
     for round in 1..=args.rounds {
-        if let Err(e) = one_round(&args, peer_ok, round, &mut s) {
+        if let Err(e) = one_round(args, peer_ok, round, &mut s) {
             eprintln!("error: round {round}: {e}");
             return ExitCode::FAILURE;
         }
     }
-    report(&args, &s);
+    report(args, &s);
     if args.cold {
-        return cold(&args, median(s.peak.clone()));
+        return cold(args, median(s.peak.clone()));
     }
     ExitCode::SUCCESS
 }
@@ -174,7 +175,7 @@ fn one_round(args: &BenchArgs, peer_ok: bool, round: usize, s: &mut Samples) -> 
         let v = engine(args, p, &[])?;
         let sps = v["steps_per_second"].as_f64().unwrap_or(f64::NAN);
         s.gflop_per_step = v["gflop_per_step"].as_f64().unwrap_or(0.0);
-        line += &format!("; engine {} {sps:.1} steps/s", p.id());
+        let _ = write!(line, "; engine {} {sps:.1} steps/s", p.id());
         if p == Profile::Portable {
             s.portable.push(sps);
             s.phases.push(v["phases_ms_per_step"].clone());
@@ -185,7 +186,8 @@ fn one_round(args: &BenchArgs, peer_ok: bool, round: usize, s: &mut Samples) -> 
     if peer_ok {
         for pinned in [round.is_multiple_of(2), !round.is_multiple_of(2)] {
             let sps = peer(args, pinned)?;
-            line += &format!(
+            let _ = write!(
+                line,
                 "; peer{} {sps:.1} steps/s",
                 if pinned { " pinned" } else { "" }
             );
@@ -214,7 +216,7 @@ fn report(args: &BenchArgs, s: &Samples) {
         println!(
             "  {name:<26} {sps:>6.1} steps/s  {:>6.1} ms/step",
             1e3 / sps
-        )
+        );
     };
     row("engine, portable profile", portable);
     row("engine, unpinned", native);
@@ -269,7 +271,7 @@ fn cold(args: &BenchArgs, peak: f64) -> ExitCode {
         runs: RunOptions {
             cache_dir: dir.path().to_path_buf(),
             jobs: args.jobs,
-            timeout: Duration::from_secs(7200),
+            timeout: Duration::from_hours(2),
             engine: runs::engine_path(),
             quiet: true,
             ..Default::default()
@@ -295,6 +297,7 @@ fn cold(args: &BenchArgs, peak: f64) -> ExitCode {
         .filter(|j| keys.insert(j.key.clone()))
         .map(|j| j.config.flop())
         .sum();
+    #[allow(clippy::cast_precision_loss, reason = "a handful of engines")]
     let floor = flop / 1e9 / peak / args.jobs as f64;
     println!(
         "cold build: {} runs trained in {seconds:.0} s on {} engine(s) ({} errors); FLOP floor {floor:.0} s ({:.1} TFLOP at {peak:.1} GFLOP/s per core); {:.2}x the floor",

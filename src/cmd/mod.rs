@@ -16,6 +16,10 @@ use std::time::Duration;
 
 /// Options shared by every command that builds the book.
 #[derive(Args, Clone)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "independent command-line switches, not a state machine"
+)]
 pub struct Common {
     /// Project root (holding book/, templates/, static/).
     #[arg(long, default_value = ".")]

@@ -9,6 +9,7 @@
 
 use notify_debouncer_mini::{new_debouncer, notify::RecursiveMode, DebounceEventResult};
 use revtx_book::book::{self, diag, BuildOptions};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -125,7 +126,6 @@ fn restart_after_compile(root: &Path) {
         eprintln!("compile failed; still serving the previous build");
         return;
     }
-    use std::os::unix::process::CommandExt;
     let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("revtx-book"));
     let err = std::process::Command::new(exe)
         .args(std::env::args_os().skip(1))

@@ -127,21 +127,7 @@ pub(super) fn grouped(x: f64, decimals: Option<usize>) -> String {
         None => super::trim_float(x),
     };
     let (sign, body) = s.strip_prefix('-').map_or(("", s.as_str()), |b| ("-", b));
-    let (int, frac) = body
-        .split_once('.')
-        .map_or((body, None), |(i, f)| (i, Some(f)));
-    let mut out = String::from(sign);
-    for (k, c) in int.chars().enumerate() {
-        if k > 0 && (int.len() - k) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    if let Some(f) = frac {
-        out.push('.');
-        out.push_str(f);
-    }
-    out
+    format!("{sign}{}", crate::book::claims::group_thousands(body))
 }
 
 /// A value as wording shows it: numbers grouped, anything else as text.
@@ -175,6 +161,7 @@ pub fn word(n: Value) -> Result<String, Error> {
 /// `plural(n, "string")` → "1 string", "1,063 strings"; `plural(n, "child", "children")`.
 pub fn plural(n: Value, singular: String, plural: Option<String>) -> Result<String, Error> {
     let x = number("plural", &n)?;
+    #[allow(clippy::float_cmp, reason = "a count: exactly one or not")]
     let noun = if x == 1.0 {
         singular
     } else {
@@ -196,6 +183,10 @@ pub fn series(xs: Vec<Value>) -> String {
 /// `of(n, m)`: "all 500", "none of the 500", "63 of 500".
 pub fn of(n: Value, m: Value) -> Result<String, Error> {
     let (a, b) = (number("of", &n)?, number("of", &m)?);
+    #[allow(
+        clippy::float_cmp,
+        reason = "counts, whole numbers that are equal or not"
+    )]
     Ok(if a == b {
         format!("all {}", grouped(b, None))
     } else if a == 0.0 {

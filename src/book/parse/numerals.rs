@@ -183,11 +183,9 @@ fn word_end(t: &str, i: usize) -> usize {
     while let Some((k, c)) = chars.next() {
         if is_word_char(c) {
             end = i + k + c.len_utf8();
-        } else if matches!(c, '-' | '.' | ',')
-            && chars.peek().is_some_and(|&(_, n)| is_word_char(n))
+        } else if !(matches!(c, '-' | '.' | ',')
+            && chars.peek().is_some_and(|&(_, n)| is_word_char(n)))
         {
-            continue;
-        } else {
             break;
         }
     }

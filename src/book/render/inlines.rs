@@ -69,6 +69,10 @@ struct Checked {
 impl Renderer<'_> {
     /// The output of every inline construct of a chapter, indexed like `chapter.inlines`,
     /// evaluated in source order.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one match over the inline kinds, an arm each, read top to bottom"
+    )]
     pub(super) fn inlines(&mut self, ch: &Chapter) -> Vec<InlineOut> {
         let file = self.sources.display_path(ch.file);
         let mut out: Vec<InlineOut> = Vec::with_capacity(ch.inlines.len());

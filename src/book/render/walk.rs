@@ -35,7 +35,7 @@ impl Renderer<'_> {
                         .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Heading(_)))))
                         .unwrap_or(0);
                     let nodes = &ch.nodes[i + 1..end];
-                    let section = numbers.get(&i).map(|n| n.label.as_str()).unwrap_or("");
+                    let section = numbers.get(&i).map_or("", |n| n.label.as_str());
                     i = end + 1;
                     let (html, text) = self.heading(
                         (*level, id.as_deref(), section),
