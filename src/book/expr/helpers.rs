@@ -61,6 +61,22 @@ pub fn count(xs: Vec<Value>, v: Value) -> usize {
     xs.iter().filter(|x| **x == v).count()
 }
 
+/// `zip(xs, ys)`: the pairs `[x, y]` of two lists of one length, so that a condition can
+/// look at each seed's two values together (e.g. both heads of one run).
+pub fn zip(xs: Vec<Value>, ys: Vec<Value>) -> Result<Vec<Value>, Error> {
+    if xs.len() != ys.len() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("zip: lists of {} and {} items", xs.len(), ys.len()),
+        ));
+    }
+    Ok(xs
+        .into_iter()
+        .zip(ys)
+        .map(|(x, y)| Value::from(vec![x, y]))
+        .collect())
+}
+
 pub fn ln(x: f64) -> f64 {
     x.ln()
 }

@@ -31,6 +31,7 @@ pub fn environment() -> Environment<'static> {
     env.add_function("min", helpers::min);
     env.add_function("max", helpers::max);
     env.add_function("count", helpers::count);
+    env.add_function("zip", helpers::zip);
     env.add_function("ln", helpers::ln);
     env.add_function("sqrt", helpers::sqrt);
     env.add_function("exp", helpers::exp);
@@ -276,6 +277,14 @@ mod tests {
         );
         assert_eq!(as_f64(&eval("r.x * 2").unwrap()), Some(0.5));
         assert!(eval("r.nope").is_err(), "undefined paths are errors");
+        // One pair per run, joined so that `count` can look for a combination.
+        assert_eq!(
+            eval("zip([1, 0, 0], [1, 0, 2]) | map('join', '/') | list")
+                .unwrap()
+                .to_string(),
+            r#"["1/1", "0/0", "0/2"]"#
+        );
+        assert!(eval("zip([1], [1, 2])").is_err(), "lengths must agree");
     }
 
     #[test]
