@@ -8,7 +8,6 @@ use common::*;
 use revtx_book::engine::entry;
 use revtx_book::engine::profile::Profile;
 use revtx_book::engine::result::RunResult;
-use std::io::Read;
 use std::path::Path;
 
 /// Fixed bytes standing in for the weights of a training run.
@@ -288,24 +287,9 @@ fn safetensors_floats(path: &Path) -> Vec<(String, Vec<usize>, Vec<f32>)> {
         .collect()
 }
 
-/// A `models/<id>.bin` back to floats: gunzip, then undo the byte-plane shuffle.
+/// A `models/<id>.bin` back to floats (the export's own inverse of its packing).
 fn unpack(path: &Path) -> Vec<f32> {
-    let mut planes = Vec::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
-        .read_to_end(&mut planes)
-        .unwrap();
-    assert_eq!(planes.len() % 4, 0);
-    let n = planes.len() / 4;
-    (0..n)
-        .map(|i| {
-            f32::from_le_bytes([
-                planes[i],
-                planes[n + i],
-                planes[2 * n + i],
-                planes[3 * n + i],
-            ])
-        })
-        .collect()
+    revtx_book::book::export::unpack(&std::fs::read(path).unwrap()).unwrap()
 }
 
 /// Two tiny models trained for real: the widget's page, the manifest, the engine's decodes,

@@ -9,7 +9,7 @@
 use crate::engine::entry::WEIGHTS_FILE;
 use crate::engine::result::RunResult;
 use serde::Serialize;
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::Path;
 
 /// What the weights of all models together may weigh: the page's transfer grows by at
@@ -192,10 +192,35 @@ fn pack(floats: &[f32]) -> Result<Vec<u8>, String> {
     gz.finish().map_err(|e| e.to_string())
 }
 
+/// The inverse of `pack` (what `static/widget.js` does in the page): gunzip, then undo
+/// the byte-plane shuffle. Used by the tests to prove the format lossless.
+pub fn unpack(bytes: &[u8]) -> Result<Vec<f32>, String> {
+    let mut planes = Vec::new();
+    flate2::read::GzDecoder::new(bytes)
+        .read_to_end(&mut planes)
+        .map_err(|e| e.to_string())?;
+    if planes.len() % 4 != 0 {
+        return Err(format!(
+            "{} bytes is not a whole number of floats",
+            planes.len()
+        ));
+    }
+    let n = planes.len() / 4;
+    Ok((0..n)
+        .map(|i| {
+            f32::from_le_bytes([
+                planes[i],
+                planes[n + i],
+                planes[2 * n + i],
+                planes[3 * n + i],
+            ])
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Read;
 
     #[test]
     fn packing_is_lossless() {
@@ -203,21 +228,7 @@ mod tests {
             .map(|i| (f32::from(i) * 0.37).sin() / 3.0)
             .collect();
         let packed = pack(&xs).unwrap();
-        let mut planes = Vec::new();
-        flate2::read::GzDecoder::new(&packed[..])
-            .read_to_end(&mut planes)
-            .unwrap();
-        let n = xs.len();
-        let back: Vec<f32> = (0..n)
-            .map(|i| {
-                f32::from_le_bytes([
-                    planes[i],
-                    planes[n + i],
-                    planes[2 * n + i],
-                    planes[3 * n + i],
-                ])
-            })
-            .collect();
+        let back = unpack(&packed).unwrap();
         assert_eq!(back, xs);
     }
 }

@@ -62,12 +62,21 @@ pub struct Plan {
     pub makespan_seconds: f64,
 }
 
+/// Whether a plan estimates seconds. The assignment to shards never needs it (it balances
+/// FLOPs), so a train job skips the calibration, which may run an engine bench.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Estimate {
+    Seconds,
+    FlopsOnly,
+}
+
 /// Plans the book at `opts.root`: parse, plan the runs, look them up in the caches,
 /// estimate and (for `shards > 0`) balance.
 pub fn plan(
     root: &Path,
     opts: &RunOptions,
     shards: usize,
+    estimate: Estimate,
     sources: &mut Sources,
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Plan> {
@@ -78,8 +87,12 @@ pub fn plan(
         diags.extend(runs::conflict_diagnostics(&resolved));
         return None;
     }
-    let cached: Vec<&Job> = resolved.done.iter().map(|(j, _)| j).collect();
-    let (gflops, calibration) = calibrate(&resolved, &opts.engine);
+    let cached: std::collections::HashSet<&str> =
+        resolved.done.iter().map(|(j, _)| j.key.as_str()).collect();
+    let (gflops, calibration) = match estimate {
+        Estimate::Seconds => calibrate(&resolved, &opts.engine),
+        Estimate::FlopsOnly => (f64::NAN, "not estimated".into()),
+    };
     let mut out: Vec<Planned> = runs::jobs(&plans, opts.profile)
         .into_iter()
         .map(|job| {
@@ -88,7 +101,7 @@ pub fn plan(
                 run: job.run.clone(),
                 seed: job.seed,
                 key: job.key.clone(),
-                cached: cached.iter().any(|c| c.key == job.key),
+                cached: cached.contains(job.key.as_str()),
                 seconds: gflop / gflops,
                 gflop,
                 job,

@@ -63,14 +63,25 @@ fn emit(diags: &[diag::Diagnostic], sources: &diag::Sources) {
     diag::emit_stderr(diags, sources);
 }
 
-fn make_plan(common: &Common, shards: usize) -> Result<plan::Plan, ExitCode> {
+fn make_plan(
+    common: &Common,
+    shards: usize,
+    estimate: plan::Estimate,
+) -> Result<plan::Plan, ExitCode> {
     let opts = common.options(None, false);
     let mut sources = diag::Sources {
         root: opts.root.clone(),
         ..Default::default()
     };
     let mut diags = Vec::new();
-    let p = plan::plan(&opts.root, &opts.runs, shards, &mut sources, &mut diags);
+    let p = plan::plan(
+        &opts.root,
+        &opts.runs,
+        shards,
+        estimate,
+        &mut sources,
+        &mut diags,
+    );
     let errors = diags
         .iter()
         .filter(|d| d.severity == diag::Severity::Error)
@@ -84,7 +95,7 @@ fn make_plan(common: &Common, shards: usize) -> Result<plan::Plan, ExitCode> {
 
 /// `revtx-book plan [--shards N] [--json]`.
 pub fn plan(args: &PlanArgs) -> ExitCode {
-    let p = match make_plan(&args.common, args.shards) {
+    let p = match make_plan(&args.common, args.shards, plan::Estimate::Seconds) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -154,7 +165,8 @@ pub fn plan(args: &PlanArgs) -> ExitCode {
 /// `revtx-book train --shard i/N`: trains exactly shard i's runs into the first cache.
 pub fn train(args: &TrainArgs) -> ExitCode {
     let (i, n) = args.shard;
-    let p = match make_plan(&args.common, n) {
+    // The same assignment as `plan` computed: it depends on FLOPs only.
+    let p = match make_plan(&args.common, n, plan::Estimate::FlopsOnly) {
         Ok(p) => p,
         Err(code) => return code,
     };
@@ -193,9 +205,9 @@ pub fn train(args: &TrainArgs) -> ExitCode {
         })
         .collect();
     println!(
-        "shard {i}/{n}: training {} runs (estimated {:.0} s) into {}",
+        "shard {i}/{n}: training {} runs ({:.0} GFLOP) into {}",
         jobs.len(),
-        shard.seconds,
+        shard.gflop,
         opts.runs.cache_dir.display()
     );
     let started = Instant::now();
