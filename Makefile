@@ -6,7 +6,7 @@ BIN := target/release/revtx-book
 # Figures the chapter draws (loss, block diagram, sharpening, attention, faults).
 FIGURES := 5
 
-.PHONY: site test check setup build bench browser lint-workflows clean-site
+.PHONY: site test check setup build bench crosscheck browser lint-workflows clean-site
 
 setup:
 	@scripts/setup-libtorch.sh
@@ -38,6 +38,12 @@ test: build
 bench: build
 	scripts/setup-peer.sh
 	$(BIN) bench
+
+# The site's exported models, decoded by the independent PyTorch peer: every test and long
+# string must come out as the engine decoded it.
+crosscheck: site
+	scripts/setup-peer.sh
+	PYTHONPATH=.bench/torch python3 scripts/crosscheck-peer.py site
 
 # Browser test of the built site (run `make site` first): headless Chromium against
 # site/ served under a sub-path; screenshots go to tests/artifacts/.

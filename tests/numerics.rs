@@ -45,12 +45,12 @@ fn no_result_depends_on_mkl() {
 #[test]
 fn a_different_fingerprint_stops_the_build_before_training() {
     let p = Project::new(&format!("# N\n\n{}\n", common::TINY_RUN));
-    // The book was "blessed" on a machine whose softmax and training differ from ours.
+    // The book was "blessed" on a machine whose attention and training differ from ours.
     let mut recorded = fingerprint(None);
     recorded.platform.cpu = "Intel(R) Xeon(R) Platinum 8370C".into();
     recorded.platform.vendor = "GenuineIntel".into();
     recorded.platform.isa = "avx2 fma avx512f".into();
-    for op in ["softmax", "train_weights"] {
+    for op in ["attention", "train_weights"] {
         recorded
             .digests
             .insert(op.into(), "0000000000000000".into());
@@ -72,7 +72,7 @@ fn a_different_fingerprint_stops_the_build_before_training() {
     assert_eq!(mismatch.len(), 1, "{:?}", common::located(&o));
     let text = revtx_book::book::diag::to_plain_text(&o.diags, &o.sources);
     for needle in [
-        "softmax, train_weights",
+        "attention, train_weights",
         "portable-avx2-v1",
         "Intel(R) Xeon(R) Platinum 8370C",
         "nothing was trained",

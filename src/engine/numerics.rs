@@ -131,8 +131,15 @@ pub fn probe(profile: Profile) -> Fingerprint {
         "attention_scores",
         &kernels::matmul(&q, &k.transpose(-2, -1)),
     );
-    let s = fixed(&[64, 2, 17, 17], 7) * 8.0;
-    put(&mut d, "softmax", &s.softmax(-1, Kind::Float));
+    // The fused attention of a trimmed batch: output, weights, and the gradient of qkv.
+    {
+        let qkv = (fixed(&[64, 17, 192], 7) * 8.0).set_requires_grad(true);
+        let (y, w) = kernels::attention(&qkv, 2, model::AttnOptions::default());
+        (&y * fixed(&[64, 17, 64], 13)).sum(Kind::Float).backward();
+        put(&mut d, "attention", &y);
+        put(&mut d, "attention_weights", &w);
+        put(&mut d, "attention_grad", &qkv.grad());
+    }
     let x = fixed(&[1088, 64], 8) * 3.0;
     put(
         &mut d,

@@ -3,9 +3,11 @@
 // libtorch sends float32 products to MKL, which picks its code path by CPU vendor. Here:
 // - linear layers (96% of a step's arithmetic) run as oneDNN inner products, whose kernels
 //   are chosen by instruction set only (capped at AVX2 by the profile);
-// - the small batched attention products run in a plain loop whose order of operations is
-//   fixed by this source: every output is a sum over k in increasing order, each product
-//   rounded, then added (no fused multiply-add, no reassociation: -ffp-contract=off).
+// - attention runs as one fused kernel per batch (scores, mask, softmax with its own
+//   exponential, weighted sums, and the backward of all of it), and the standalone batched
+//   products in a plain loop; in both, the order of every sum is fixed by this source,
+//   each product rounded, then added (no fused multiply-add, no reassociation:
+//   -ffp-contract=off).
 // So no product reaches MKL. Called from `kernels.rs`; tensors are tch's `at::Tensor*`.
 
 #include <ATen/ATen.h>
@@ -15,6 +17,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -62,7 +65,11 @@ struct Linear : public torch::autograd::Function<Linear> {
     Tensor g = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();  // (rows, out)
     Tensor x2 = x.reshape({-1, x.size(-1)});                            // (rows, in)
     Tensor gx = dnn_inner(g, w.t()).view(x.sizes());                        // g @ w: (..., in)
-    Tensor gw = dnn_inner(g.t().contiguous(), x2.t());                      // g^T @ x: (out, in)
+    // g^T @ x: (out, in). oneDNN wants its left operand in rows, so one of the two is
+    // transposed into a copy: the narrower one.
+    Tensor gw = x2.size(1) < g.size(1) ? dnn_inner(x2.t().contiguous(), g.t()).t()  // (x^T g)^T
+                                       : dnn_inner(g.t().contiguous(), x2.t());
+
     Tensor gb = g.sum(0);                                               // (out)
     return {gx, gw, gb};
   }
@@ -163,6 +170,260 @@ struct Matmul : public torch::autograd::Function<Matmul> {
   }
 };
 
+// ---- Fused attention ----------------------------------------------------------------
+// Scaled dot-product attention over every head at once, straight from the qkv product:
+// qkv (b, t, 3d) holds each token's query, key and value side by side; the output
+// (b, t, d) holds the heads side by side, ready for the out projection. No transposes,
+// no copies, one pass for scores, mask, softmax and the weighted sum, and a backward that
+// skips the masked half. Every sum runs in an order fixed here: dot products in eight
+// lanes over the coordinates, then a fixed tree; weighted sums in increasing row order,
+// each product rounded before it is added.
+
+struct AttnOpts {
+  bool scale;         // divide the scores by sqrt(d_k)
+  bool causal;        // later keys get exactly zero weight
+  bool over_queries;  // the fault: softmax along the query axis
+};
+
+inline __attribute__((target("avx2"))) float hsum8(__m256 v) {
+  __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  __m128 s2 = _mm_add_ps(s4, _mm_movehl_ps(s4, s4));
+  return _mm_cvtss_f32(_mm_add_ss(s2, _mm_shuffle_ps(s2, s2, 1)));
+}
+
+// a · b over n coordinates: lane l sums coordinates l, l + 8, ... in order, the lanes meet
+// in a fixed tree, and a tail of n mod 8 is added one by one.
+inline __attribute__((target("avx2"))) float dot(const float* a, const float* b, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t p = 0;
+  for (; p + 8 <= n; p += 8)
+    acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_loadu_ps(a + p), _mm256_loadu_ps(b + p)));
+  float s = hsum8(acc);
+  for (; p < n; p++) s = s + a[p] * b[p];
+  return s;
+}
+
+// out[c] = sum over r in [r0, r1) of coef[r * cs] * rows[r * rs + c], for c < n, adding
+// in increasing r from zero. Overwrites out.
+inline __attribute__((target("avx2"))) void weighted_rows(float* out, const float* coef,
+                                                         int64_t cs, const float* rows,
+                                                         int64_t rs, int64_t r0, int64_t r1,
+                                                         int64_t n) {
+  int64_t c = 0;
+  for (; c + 16 <= n; c += 16) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps();
+    for (int64_t r = r0; r < r1; r++) {
+      const __m256 w = _mm256_broadcast_ss(coef + r * cs);
+      a0 = _mm256_add_ps(a0, _mm256_mul_ps(w, _mm256_loadu_ps(rows + r * rs + c)));
+      a1 = _mm256_add_ps(a1, _mm256_mul_ps(w, _mm256_loadu_ps(rows + r * rs + c + 8)));
+    }
+    _mm256_storeu_ps(out + c, a0);
+    _mm256_storeu_ps(out + c + 8, a1);
+  }
+  for (; c + 8 <= n; c += 8) {
+    __m256 a0 = _mm256_setzero_ps();
+    for (int64_t r = r0; r < r1; r++)
+      a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_broadcast_ss(coef + r * cs),
+                                           _mm256_loadu_ps(rows + r * rs + c)));
+    _mm256_storeu_ps(out + c, a0);
+  }
+  for (; c < n; c++) {
+    float a = 0.0f;
+    for (int64_t r = r0; r < r1; r++) a = a + coef[r * cs] * rows[r * rs + c];
+    out[c] = a;
+  }
+}
+
+// e^x for the softmax, whose arguments are at most zero: Cody-Waite reduction by ln 2 and
+// Cephes' degree-5 polynomial, about one ulp; below -87 (under 2^-125) it returns zero.
+// Lane for lane the same operations as the scalar version below.
+inline __attribute__((target("avx2"))) __m256 exp8(__m256 x) {
+  const __m256 n = _mm256_floor_ps(
+      _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f)));
+  r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(-2.12194440e-4f)));
+  const __m256 z = _mm256_mul_ps(r, r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
+  const __m256 y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, z), r), _mm256_set1_ps(1.0f));
+  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
+  return _mm256_andnot_ps(under, _mm256_mul_ps(y, _mm256_castsi256_ps(e)));
+}
+
+inline float exp1(float x) {
+  if (x < -87.0f) return 0.0f;
+  const float n = std::floor(x * 1.44269504088896341f + 0.5f);
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  const float z = r * r;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  const float y = p * z + r + 1.0f;
+  int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
+// Softmax of x[0], x[s], ..., x[(n-1)s] in place: the maximum, the exponentials, their sum
+// in increasing order, one division each.
+__attribute__((target("avx2"))) void softmax_strided(float* x, int64_t n, int64_t s) {
+  float m = x[0];
+  for (int64_t i = 1; i < n; i++) m = std::max(m, x[i * s]);
+  int64_t i = 0;
+  if (s == 1) {
+    for (; i + 8 <= n; i += 8)
+      _mm256_storeu_ps(x + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), _mm256_set1_ps(m))));
+  }
+  for (; i < n; i++) x[i * s] = exp1(x[i * s] - m);
+  float sum = 0.0f;
+  for (int64_t j = 0; j < n; j++) sum = sum + x[j * s];
+  for (int64_t j = 0; j < n; j++) x[j * s] = x[j * s] / sum;
+}
+
+// Rows of keys query i may see: [0, i] under the mask, all t otherwise.
+inline int64_t keys_seen(const AttnOpts& o, int64_t i, int64_t t) { return o.causal ? i + 1 : t; }
+// Rows of queries that see key j: [j, t) under the mask, all t otherwise.
+inline int64_t first_query(const AttnOpts& o, int64_t j) { return o.causal ? j : 0; }
+
+// y (b, t, d) and w (b, h, t, t) from qkv (b, t, 3d).
+void attention_forward(const float* qkv, float* y, float* w, int64_t b, int64_t t, int64_t d,
+                       int64_t h, AttnOpts o) {
+  const int64_t dk = d / h, rs = 3 * d;
+  const float root = std::sqrt(static_cast<float>(dk));
+  for (int64_t z = 0; z < b; z++) {
+    for (int64_t hh = 0; hh < h; hh++) {
+      const float* q = qkv + z * t * rs + hh * dk;
+      const float* k = q + d;
+      const float* v = q + 2 * d;
+      float* wz = w + (z * h + hh) * t * t;  // (queries, keys)
+      for (int64_t i = 0; i < t; i++) {
+        const int64_t n = keys_seen(o, i, t);
+        float* row = wz + i * t;
+        for (int64_t j = 0; j < n; j++) {
+          const float s = dot(q + i * rs, k + j * rs, dk);
+          row[j] = o.scale ? s / root : s;
+        }
+        for (int64_t j = n; j < t; j++) row[j] = 0.0f;  // masked: weight exactly zero
+        if (!o.over_queries) softmax_strided(row, n, 1);
+      }
+      if (o.over_queries)
+        for (int64_t j = 0; j < t; j++) {
+          const int64_t i0 = first_query(o, j);
+          softmax_strided(wz + i0 * t + j, t - i0, t);
+        }
+      for (int64_t i = 0; i < t; i++)
+        weighted_rows(y + (z * t + i) * d + hh * dk, wz + i * t, 1, v, rs, 0, keys_seen(o, i, t),
+                      dk);
+    }
+  }
+}
+
+// dqkv (b, t, 3d) from dy (b, t, d), given the forward's qkv and weights w.
+void attention_backward(const float* qkv, const float* w, const float* dy, float* dqkv,
+                        int64_t b, int64_t t, int64_t d, int64_t h, AttnOpts o) {
+  const int64_t dk = d / h, rs = 3 * d;
+  const float root = std::sqrt(static_cast<float>(dk));
+  std::vector<float> ds(t * t);  // dL/dw, then dL/d(score)
+  std::vector<float> rsum(t);
+  for (int64_t z = 0; z < b; z++) {
+    for (int64_t hh = 0; hh < h; hh++) {
+      const float* q = qkv + z * t * rs + hh * dk;
+      const float* k = q + d;
+      const float* v = q + 2 * d;
+      const float* wz = w + (z * h + hh) * t * t;
+      const float* g = dy + z * t * d + hh * dk;  // rows of stride d
+      float* dq = dqkv + z * t * rs + hh * dk;
+      float* dkey = dq + d;
+      float* dv = dq + 2 * d;
+      // dv_j = sum_i w_ij dy_i over the queries that see key j.
+      for (int64_t j = 0; j < t; j++)
+        weighted_rows(dv + j * rs, wz + j, t, g, d, first_query(o, j), t, dk);
+      // dw_ij = dy_i . v_j; masked entries stay zero.
+      for (int64_t i = 0; i < t; i++) {
+        const int64_t n = keys_seen(o, i, t);
+        for (int64_t j = 0; j < n; j++) ds[i * t + j] = dot(g + i * d, v + j * rs, dk);
+        for (int64_t j = n; j < t; j++) ds[i * t + j] = 0.0f;
+      }
+      // Through the softmax: ds_ij = w_ij (dw_ij - sum over its softmax group of w dw).
+      if (!o.over_queries) {
+        for (int64_t i = 0; i < t; i++) {
+          const int64_t n = keys_seen(o, i, t);
+          float r = 0.0f;
+          for (int64_t j = 0; j < n; j++) r = r + wz[i * t + j] * ds[i * t + j];
+          for (int64_t j = 0; j < n; j++) ds[i * t + j] = wz[i * t + j] * (ds[i * t + j] - r);
+        }
+      } else {
+        for (int64_t j = 0; j < t; j++) {
+          float r = 0.0f;
+          for (int64_t i = first_query(o, j); i < t; i++) r = r + wz[i * t + j] * ds[i * t + j];
+          rsum[j] = r;
+        }
+        for (int64_t i = 0; i < t; i++)
+          for (int64_t j = 0; j < keys_seen(o, i, t); j++)
+            ds[i * t + j] = wz[i * t + j] * (ds[i * t + j] - rsum[j]);
+      }
+      if (o.scale)
+        for (int64_t i = 0; i < t; i++)
+          for (int64_t j = 0; j < keys_seen(o, i, t); j++) ds[i * t + j] = ds[i * t + j] / root;
+      // dq_i = sum_j ds_ij k_j; dk_j = sum_i ds_ij q_i.
+      for (int64_t i = 0; i < t; i++)
+        weighted_rows(dq + i * rs, ds.data() + i * t, 1, k, rs, 0, keys_seen(o, i, t), dk);
+      for (int64_t j = 0; j < t; j++)
+        weighted_rows(dkey + j * rs, ds.data() + j, t, q, rs, first_query(o, j), t, dk);
+    }
+  }
+}
+
+struct Attention : public torch::autograd::Function<Attention> {
+  // qkv (b, t, 3d) → y (b, t, d), heads side by side, and the weights (b, h, t, t).
+  static variable_list forward(AutogradContext* ctx, const Tensor& qkv_in, int64_t heads,
+                               bool scale, bool causal, bool over_queries) {
+    TORCH_CHECK(qkv_in.dim() == 3 && qkv_in.scalar_type() == at::kFloat,
+                "attention: qkv must be float32 (batch, tokens, 3 d_model), got ", qkv_in.sizes());
+    const Tensor qkv = qkv_in.contiguous();
+    const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / 3;
+    TORCH_CHECK(qkv.size(2) == 3 * d && d % heads == 0, "attention: ", qkv.size(2),
+                " columns do not split into q, k, v of ", heads, " heads");
+    Tensor y = at::empty({b, t, d}, qkv.options());
+    Tensor w = at::empty({b, heads, t, t}, qkv.options());
+    const AttnOpts o{scale, causal, over_queries};
+    attention_forward(qkv.data_ptr<float>(), y.data_ptr<float>(), w.data_ptr<float>(), b, t, d,
+                      heads, o);
+    ctx->save_for_backward({qkv, w});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["opts"] = static_cast<int64_t>(scale) | static_cast<int64_t>(causal) << 1 |
+                              static_cast<int64_t>(over_queries) << 2;
+    ctx->mark_non_differentiable({w});
+    return {y, w};
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const Tensor& qkv = saved[0];
+    const Tensor& w = saved[1];
+    const int64_t heads = ctx->saved_data["heads"].toInt();
+    const int64_t bits = ctx->saved_data["opts"].toInt();
+    const AttnOpts o{(bits & 1) != 0, (bits & 2) != 0, (bits & 4) != 0};
+    if (!grads[0].defined()) return {at::zeros_like(qkv), Tensor(), Tensor(), Tensor(), Tensor()};
+    const Tensor dy = grads[0].contiguous();
+    Tensor dqkv = at::empty_like(qkv);
+    attention_backward(qkv.data_ptr<float>(), w.data_ptr<float>(), dy.data_ptr<float>(),
+                       dqkv.data_ptr<float>(), qkv.size(0), qkv.size(1), qkv.size(2) / 3, heads,
+                       o);
+    return {dqkv, Tensor(), Tensor(), Tensor(), Tensor()};
+  }
+};
+
 template <typename F>
 at::Tensor* guarded(F f) {
   try {
@@ -184,6 +445,20 @@ at::Tensor* revtx_linear(const at::Tensor* x, const at::Tensor* w, const at::Ten
 
 at::Tensor* revtx_matmul(const at::Tensor* a, const at::Tensor* b) {
   return guarded([&] { return Matmul::apply(*a, *b); });
+}
+
+// Fused attention: `out[0]` = y (b, t, d), `out[1]` = weights (b, h, t, t). 0 on success.
+int revtx_attention(const at::Tensor* qkv, int64_t heads, bool scale, bool causal,
+                    bool over_queries, at::Tensor** out) {
+  try {
+    auto r = Attention::apply(*qkv, heads, scale, causal, over_queries);
+    out[0] = new at::Tensor(r[0]);
+    out[1] = new at::Tensor(r[1]);
+    return 0;
+  } catch (const std::exception& e) {
+    last_error = e.what();
+    return 1;
+  }
 }
 
 const char* revtx_last_error() { return last_error.c_str(); }

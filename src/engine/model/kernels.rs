@@ -1,8 +1,9 @@
-//! The model's matrix products. Under the portable profile they run in `kernels.cpp`:
-//! linear layers through oneDNN, attention products in a loop of fixed order, so that no
-//! float32 product reaches MKL's vendor-dependent code paths. Under the native profile
-//! they are libtorch's own `linear` and `matmul`. Both take part in autograd.
+//! The model's matrix products and its fused attention. Under the portable profile they
+//! run in `kernels.cpp`: linear layers through oneDNN, attention in one kernel of fixed
+//! order, so that no float32 product reaches MKL's vendor-dependent code paths. Under the
+//! native profile they are libtorch's own operations. All take part in autograd.
 
+use crate::engine::config::{AttnOptions, SoftmaxAxis};
 use crate::engine::profile::{self, Profile};
 use std::ffi::{c_char, c_void, CStr};
 use tch::Tensor;
@@ -10,6 +11,14 @@ use tch::Tensor;
 extern "C" {
     fn revtx_linear(x: *const c_void, w: *const c_void, b: *const c_void) -> *mut c_void;
     fn revtx_matmul(a: *const c_void, b: *const c_void) -> *mut c_void;
+    fn revtx_attention(
+        qkv: *const c_void,
+        heads: i64,
+        scale: bool,
+        causal: bool,
+        over_queries: bool,
+        out: *mut *mut c_void,
+    ) -> i32;
     fn revtx_last_error() -> *const c_char;
     fn revtx_set_grad(param: *mut c_void, grad: *const c_void);
     fn revtx_aten_capability(buf: *mut c_char, len: usize);
@@ -48,6 +57,35 @@ pub fn matmul(a: &Tensor, b: &Tensor) -> Tensor {
     // SAFETY: as above.
     let p = unsafe { revtx_matmul(a.as_ptr().cast(), b.as_ptr().cast()) };
     wrap(p, "matmul")
+}
+
+/// Whether the model runs its fused kernels (the portable profile) rather than the
+/// readable libtorch code they are tested against (the native profile).
+pub fn fused() -> bool {
+    portable()
+}
+
+/// Attention over every head at once, straight from the qkv product: `qkv (b, t, 3d)` →
+/// the output `(b, t, d)` with the heads side by side, and the weights `(b, h, t, t)`.
+/// The same arithmetic as `MultiHeadAttention::reference`, in one pass; the weights are
+/// not differentiable.
+pub fn attention(qkv: &Tensor, heads: i64, opts: AttnOptions) -> (Tensor, Tensor) {
+    let mut out = [std::ptr::null_mut::<c_void>(); 2];
+    // SAFETY: `qkv` is a live tensor; on success the shim writes two owned tensors.
+    let rc = unsafe {
+        revtx_attention(
+            qkv.as_ptr().cast(),
+            heads,
+            opts.scale,
+            opts.causal,
+            opts.softmax == SoftmaxAxis::Queries,
+            out.as_mut_ptr(),
+        )
+    };
+    if rc != 0 {
+        let _ = wrap(std::ptr::null_mut(), "attention");
+    }
+    (wrap(out[0], "attention"), wrap(out[1], "attention"))
 }
 
 /// Makes `grad` the gradient buffer of `param`; backward passes accumulate into it.
@@ -104,6 +142,48 @@ mod tests {
         };
         for (a, b) in grads(&ours).iter().zip(&grads(&theirs)) {
             assert!(close(a, b));
+        }
+    }
+
+    /// The fused kernel against `attention` run head by head in libtorch operations, for
+    /// every combination of the switches: output, weights, and the gradient of qkv.
+    #[test]
+    fn fused_attention_matches_the_readable_function() {
+        let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        tch::manual_seed(3);
+        let opts = (Kind::Float, tch::Device::Cpu);
+        let (b, t, d, h) = (3, 11, 24, 2); // d_k = 12: a whole register and a tail
+        for bits in 0..8 {
+            let o = AttnOptions {
+                scale: bits & 1 != 0,
+                causal: bits & 2 != 0,
+                softmax: if bits & 4 != 0 {
+                    SoftmaxAxis::Queries
+                } else {
+                    SoftmaxAxis::Keys
+                },
+            };
+            let qkv = (Tensor::randn([b, t, 3 * d], opts) * 2.0).set_requires_grad(true);
+            let g = Tensor::randn([b, t, d], opts);
+            let (y, w) = attention(&qkv, h, o);
+            let ours = Tensor::run_backward(&[(&y * &g).sum(Kind::Float)], &[&qkv], false, false);
+            let parts = qkv.split(d, -1);
+            let heads = |z: &Tensor| z.view([b, t, h, d / h]).transpose(1, 2); // (b, h, t, d_k)
+            let (ry, rw) = crate::engine::model::attention(
+                &heads(&parts[0]),
+                &heads(&parts[1]),
+                &heads(&parts[2]),
+                o,
+            );
+            let ry = ry.transpose(1, 2).reshape([b, t, d]); // (b, t, d)
+            let theirs =
+                Tensor::run_backward(&[(&ry * &g).sum(Kind::Float)], &[&qkv], false, false);
+            assert!(close(&y, &ry), "output, switches {o:?}");
+            assert!(close(&w, &rw), "weights, switches {o:?}");
+            assert!(close(&ours[0], &theirs[0]), "gradient, switches {o:?}");
+            if o.causal {
+                assert_eq!(w.triu(1).abs().sum(Kind::Float).double_value(&[]), 0.0);
+            }
         }
     }
 

@@ -81,9 +81,20 @@ impl MultiHeadAttention {
     }
 
     /// `x: (batch, tokens, d_model)` → output of the same shape, and weights
-    /// `(batch, heads, tokens, tokens)`.
-    // ANCHOR: heads
+    /// `(batch, heads, tokens, tokens)`. Under the portable profile the heads run in one
+    /// fused kernel (`kernels::attention`), which a test holds to `reference`.
     pub fn forward(&self, x: &Tensor) -> (Tensor, Tensor) {
+        if kernels::fused() {
+            let (y, w) = kernels::attention(&self.qkv.forward(x), self.n_heads, self.opts);
+            return (self.out.forward(&y), w); // y: (batch, tokens, d_model), heads side by side
+        }
+        self.reference(x)
+    }
+
+    /// The same computation spelled out in libtorch operations: what the fused kernel
+    /// computes, and what the native profile runs.
+    // ANCHOR: heads
+    pub fn reference(&self, x: &Tensor) -> (Tensor, Tensor) {
         let (b, t, d) = x.size3().unwrap();
         let (h, d_k) = (self.n_heads, d / self.n_heads);
         let qkv = self.qkv.forward(x).split(d, -1); // 3 × (batch, tokens, d_model): one matmul makes all three
