@@ -189,7 +189,7 @@ pub fn attention_stats(model: &Transformer, strings: &[Letters], causal: bool) -
         let rows = row_ok.expand([-1, heads, -1, 1], false).squeeze_dim(-1); // (batch, heads, t)
         let w = w.to_kind(Kind::Double);
         let max = w.amax([-1i64].as_slice(), false).masked_select(&rows);
-        let plogp = (&w * w.clamp_min(1e-300).log()).masked_fill(&vis.logical_not(), 0.0);
+        let plogp = (&w * ln(&w.clamp_min(1e-300))).masked_fill(&vis.logical_not(), 0.0);
         let ent = -plogp.sum_dim_intlist([-1i64].as_slice(), false, Kind::Double);
         out.max_weight.push(f(max.mean(Kind::Double)));
         out.entropy
@@ -199,8 +199,16 @@ pub fn attention_stats(model: &Transformer, strings: &[Letters], causal: bool) -
                 .to_kind(Kind::Double)
                 .expand([-1, heads, -1, 1], false)
                 .squeeze_dim(-1);
-            out.uniform_entropy = f(k.log().masked_select(&rows).mean(Kind::Double));
+            out.uniform_entropy = f(ln(&k).masked_select(&rows).mean(Kind::Double));
         }
     }
     out
+}
+
+/// The natural logarithm of a float64 tensor, taken in Rust: libtorch's `log` goes through
+/// MKL, whose last bit varies by CPU.
+fn ln(t: &Tensor) -> Tensor {
+    let v = Vec::<f64>::try_from(&t.contiguous().view([-1])).unwrap_or_default();
+    let logs: Vec<f64> = v.into_iter().map(f64::ln).collect();
+    Tensor::from_slice(&logs).view(t.size().as_slice())
 }

@@ -7,7 +7,7 @@ use super::experiments::RunConfig;
 use super::model::{self, kernels};
 use super::profile::{Fingerprint, Platform, Profile};
 use std::collections::BTreeMap;
-use tch::{nn, nn::OptimizerConfig, Kind, Tensor};
+use tch::{nn, Kind, Tensor};
 
 extern "C" {
     /// MKL's `mkl_cbwr_get`: with option 1 (the branch), 1 = off, 2 = AUTO, 3 = COMPATIBLE.
@@ -155,18 +155,13 @@ pub fn probe(profile: Profile) -> Fingerprint {
     {
         let vs = nn::VarStore::new(tch::Device::Cpu);
         let p = vs.root().var_copy("p", &fixed(&[256, 64], 11));
-        let mut opt = nn::AdamW {
-            wd: 0.01,
-            ..Default::default()
-        }
-        .build(&vs, 3e-3)
-        .expect("AdamW");
+        let mut opt = super::optim::AdamW::new(&vs, 3e-3, 0.01).expect("AdamW");
         for step in 0..5 {
             opt.zero_grad();
             (&p * fixed(&[256, 64], 12 + step))
                 .sum(Kind::Float)
                 .backward();
-            opt.step();
+            opt.step().expect("AdamW step");
         }
         put(&mut d, "adamw", &p);
     }

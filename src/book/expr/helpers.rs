@@ -77,6 +77,28 @@ pub fn zip(xs: Vec<Value>, ys: Vec<Value>) -> Result<Vec<Value>, Error> {
         .collect())
 }
 
+/// `lists | covers(target)`: whether, at every position of `target`, at least one of
+/// `lists` holds the target's value there (e.g. one seed's two heads, which between them
+/// attend to every key of a diagonal). Each list must be as long as `target`.
+pub fn covers(lists: Vec<Value>, target: Vec<Value>) -> Result<bool, Error> {
+    let mut rows = Vec::with_capacity(lists.len());
+    for list in &lists {
+        let row: Vec<Value> = list.try_iter()?.collect();
+        if row.len() != target.len() {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                format!(
+                    "covers: a list of {} items against {}",
+                    row.len(),
+                    target.len()
+                ),
+            ));
+        }
+        rows.push(row);
+    }
+    Ok((0..target.len()).all(|i| rows.iter().any(|row| row[i] == target[i])))
+}
+
 pub fn ln(x: f64) -> f64 {
     x.ln()
 }

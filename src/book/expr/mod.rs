@@ -13,7 +13,8 @@ use minijinja::{Environment, Value};
 /// - `mean(xs)`, `sd(xs)` (sample), `min(xs)`, `max(xs)` of a list of numbers
 /// - `xs | pluck("a.b")`: the value at a dotted path in each element
 /// - `ln(x)`, `sqrt(x)`, `exp(x)`, `abs(x)`, `pow(x, y)`
-/// - `count(xs, v)`: how many elements equal `v`
+/// - `count(xs, v)`: how many elements equal `v`; `zip(xs, ys)`: the pairs `[x, y]`
+/// - `lists | covers(target)`: whether each position of `target` is held by one of `lists`
 /// - wording: `word(n)` ("seven"), `num(x[, decimals])` ("1,063"), `plural(n, "string"[,
 ///   "strings"])`, `series(xs)` ("6, 7 and 8"), `of(n, m)` ("all 500", "63 of 500"),
 ///   `pct(x[, decimals])` ("94.6%")
@@ -46,6 +47,7 @@ pub fn environment() -> Environment<'static> {
     env.add_function("failing", helpers::failing);
     env.add_function("passing", helpers::passing);
     env.add_filter("pluck", helpers::pluck);
+    env.add_filter("covers", helpers::covers);
     env
 }
 
@@ -285,6 +287,15 @@ mod tests {
             r#"["1/1", "0/0", "0/2"]"#
         );
         assert!(eval("zip([1], [1, 2])").is_err(), "lengths must agree");
+        // Two heads that share a diagonal between them, and two that both miss key 3.
+        let shared = "[[5, 5, 3, 2], [5, 4, 6, 2]] | covers([5, 4, 3, 2])";
+        assert!(eval(shared).unwrap().is_true());
+        let missed = "[[5, 5, 6, 2], [5, 4, 6, 2]] | covers([5, 4, 3, 2])";
+        assert!(!eval(missed).unwrap().is_true());
+        assert!(
+            eval("[[5, 4]] | covers([5, 4, 3])").is_err(),
+            "lengths must agree"
+        );
     }
 
     #[test]
