@@ -4,9 +4,10 @@
 //! The loop is ours rather than libtorch's `torch::optim::AdamW` because libtorch takes the
 //! square root through MKL's vector library, whose result depends on the processor: under
 //! `MKL_CBWR=COMPATIBLE`, one float32 root in seven on an AVX-512 Xeon is not the correctly
-//! rounded one, and an AMD EPYC's roots differ from those again. Here every operation is one IEEE-754 multiply, add, divide or
-//! square root, each rounded once, in the order written: the same bits on any machine.
-//! The formula is libtorch's, term for term (a test holds the two together).
+//! rounded one, and an AMD EPYC's roots differ from those again. Here every operation is
+//! one IEEE-754 multiply, add, divide or square root, each rounded once, in the order
+//! written: the same bits on any machine. The formula is libtorch's, term for term (a test
+//! holds the two together).
 
 use tch::{nn, TchError, Tensor};
 
