@@ -205,10 +205,15 @@ pub fn attention_stats(model: &Transformer, strings: &[Letters], causal: bool) -
     out
 }
 
-/// The natural logarithm of a float64 tensor, taken in Rust: libtorch's `log` goes through
-/// MKL, whose last bit varies by CPU.
+/// The natural logarithm of a float64 tensor, taken in Rust (see `in_rust`).
 fn ln(t: &Tensor) -> Tensor {
-    let v = Vec::<f64>::try_from(&t.contiguous().view([-1])).unwrap_or_default();
-    let logs: Vec<f64> = v.into_iter().map(f64::ln).collect();
-    Tensor::from_slice(&logs).view(t.size().as_slice())
+    Tensor::from_slice(&in_rust(t, f64::ln)).view(t.size().as_slice())
+}
+
+/// `f` of every element of a float64 tensor, flattened. libtorch's `log` and `sqrt` go
+/// through MKL, whose last bit varies by CPU; Rust's do not.
+pub fn in_rust(t: &Tensor, f: fn(f64) -> f64) -> Vec<f64> {
+    let v = Vec::<f64>::try_from(&t.contiguous().view([-1]))
+        .expect("a float64 CPU tensor converts to a Vec<f64>");
+    v.into_iter().map(f).collect()
 }

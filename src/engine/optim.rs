@@ -87,6 +87,14 @@ impl AdamW {
             let parts: Vec<Tensor> = vars.iter().map(|(_, t)| t.detach().view([-1])).collect();
             Tensor::cat(&parts, 0)
         });
+        // Checked before any variable is rebound to the buffer, so a refusal changes nothing.
+        if params.kind() != tch::Kind::Float || params.device() != tch::Device::Cpu {
+            return Err(TchError::Kind(format!(
+                "AdamW steps float32 CPU parameters, not {:?} on {:?}",
+                params.kind(),
+                params.device()
+            )));
+        }
         let grads = params.zeros_like();
         let mut offset = 0;
         for (_, t) in &mut vars {
@@ -97,13 +105,6 @@ impl AdamW {
             offset += n;
         }
         let n = params.numel();
-        if params.kind() != tch::Kind::Float || params.device() != tch::Device::Cpu {
-            return Err(TchError::Kind(format!(
-                "AdamW steps float32 CPU parameters, not {:?} on {:?}",
-                params.kind(),
-                params.device()
-            )));
-        }
         Ok(AdamW {
             params,
             grads,

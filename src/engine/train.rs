@@ -373,12 +373,7 @@ fn row_norms(t: &Tensor) -> Vec<f64> {
         t.square()
             .sum_dim_intlist([1i64].as_slice(), false, Kind::Double)
     });
-    // The root in Rust: libtorch's `sqrt` goes through MKL, whose last bit varies by CPU.
-    Vec::<f64>::try_from(&squares)
-        .unwrap_or_default()
-        .into_iter()
-        .map(f64::sqrt)
-        .collect()
+    super::eval::in_rust(&squares, f64::sqrt)
 }
 
 #[cfg(test)]
