@@ -53,7 +53,8 @@ pub fn enter_with_mkl_branch(profile: Profile, branch: &str) -> Result<(), Strin
 /// A training step allocates and frees the same few hundred tensors every time. glibc
 /// would hand the large ones back to the kernel and fault them in again on the next step
 /// (four hundred thousand page faults in 300 steps); keeping freed memory in the heap
-/// makes a step about a tenth faster. Changes no result.
+/// makes a step about a tenth faster. Changes no result. (The engine binary replaces
+/// glibc's allocator with mimalloc, where this is moot; it still serves the tests.)
 fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only adjusts the allocator's thresholds.
