@@ -31,7 +31,9 @@ use std::time::Instant;
 /// `override` feature replaces `malloc` and `free` themselves. A training step allocates
 /// and frees the same few hundred tensors each time, and glibc's allocator spent about 4%
 /// of a step on that (`perf`). It changes no result: libtorch asks for the same 64-byte
-/// alignment either way, and `revtx-engine numerics` prints the same digests.
+/// alignment either way, and `revtx-engine numerics` prints the same digests. mimalloc 2,
+/// not 3 (the crate's `v2` feature): version 3 backs large blocks with fresh transparent
+/// huge pages, which the kernel zeroes, and doubled the time of a run's evaluation.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
