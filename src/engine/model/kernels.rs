@@ -187,24 +187,33 @@ mod tests {
         }
     }
 
+    /// Both ways of forming the weight gradient (the narrower operand transposed: the
+    /// gradient when out < in, the input when in < out), on 20 rows and widths that leave
+    /// edges outside the 8 × 8 transpose blocks.
     #[test]
     fn linear_matches_libtorch_forward_and_backward() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
         tch::manual_seed(2);
         let opts = (Kind::Float, tch::Device::Cpu);
-        let x = Tensor::randn([4, 5, 16], opts).set_requires_grad(true);
-        let w = Tensor::randn([12, 16], opts).set_requires_grad(true);
-        let b = Tensor::randn([12], opts).set_requires_grad(true);
-        let g = Tensor::randn([4, 5, 12], opts);
-        let run = |y: Tensor| {
-            let mut v =
-                Tensor::run_backward(&[(&y * &g).sum(Kind::Float)], &[&x, &w, &b], false, false);
-            v.push(y.detach());
-            v
-        };
-        let (ours, theirs) = (run(linear(&x, &w, &b)), run(x.linear(&w, Some(&b))));
-        for (a, b) in ours.iter().zip(&theirs) {
-            assert!(close(a, b));
+        for (inp, out) in [(16, 12), (12, 20)] {
+            let x = Tensor::randn([4, 5, inp], opts).set_requires_grad(true);
+            let w = Tensor::randn([out, inp], opts).set_requires_grad(true);
+            let b = Tensor::randn([out], opts).set_requires_grad(true);
+            let g = Tensor::randn([4, 5, out], opts);
+            let run = |y: Tensor| {
+                let mut v = Tensor::run_backward(
+                    &[(&y * &g).sum(Kind::Float)],
+                    &[&x, &w, &b],
+                    false,
+                    false,
+                );
+                v.push(y.detach());
+                v
+            };
+            let (ours, theirs) = (run(linear(&x, &w, &b)), run(x.linear(&w, Some(&b))));
+            for (a, b) in ours.iter().zip(&theirs) {
+                assert!(close(a, b), "in {inp}, out {out}");
+            }
         }
     }
 }
