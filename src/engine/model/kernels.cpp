@@ -43,12 +43,14 @@ using torch::autograd::variable_list;
 thread_local std::string last_error;
 
 // a @ b^T (+ bias): a (rows, k), b (n, k) → (rows, n), through oneDNN.
-Tensor dnn_inner(const Tensor& a, const Tensor& b, const std::optional<Tensor>& bias = std::nullopt) {
+Tensor dnn_inner(const Tensor& a, const Tensor& b,
+                 const std::optional<Tensor>& bias = std::nullopt) {
   return at::native::mkldnn_linear_pointwise(a, b, bias, "none",
                                              c10::List<std::optional<c10::Scalar>>(), std::nullopt);
 }
 
-// A contiguous copy of m^T: m (rows, cols) → (cols, rows). Eight by eight blocks go through AVX registers; the edges are copied one by one.
+// A contiguous copy of m^T: m (rows, cols) → (cols, rows). Eight by eight blocks go
+// through AVX registers; the edges are copied one by one.
 // libtorch's own transposing copy moves one row of a block at a time and took 4% of a
 // training step for the weight gradients' operands alone. A copy: no arithmetic.
 __attribute__((target("avx2"))) Tensor transposed(const Tensor& m_in) {
@@ -90,6 +92,13 @@ __attribute__((target("avx2"))) Tensor transposed(const Tensor& m_in) {
   return t;
 }
 
+// The weight gradient g^T @ x: g (rows, out), x (rows, in) → (out, in). oneDNN wants its
+// left operand in rows, so one of the two is transposed into a copy: the narrower one.
+Tensor weight_grad(const Tensor& g, const Tensor& x) {
+  return x.size(1) < g.size(1) ? dnn_inner(transposed(x), g.t()).t()  // (x^T g)^T
+                               : dnn_inner(transposed(g), x.t());
+}
+
 // y = x @ w^T + b, x: (..., in), w: (out, in), b: (out).
 struct Linear : public torch::autograd::Function<Linear> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b) {
@@ -107,13 +116,7 @@ struct Linear : public torch::autograd::Function<Linear> {
     Tensor g = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();  // (rows, out)
     Tensor x2 = x.reshape({-1, x.size(-1)});                            // (rows, in)
     Tensor gx = dnn_inner(g, w.t()).view(x.sizes());                        // g @ w: (..., in)
-    // g^T @ x: (out, in). oneDNN wants its left operand in rows, so one of the two is
-    // transposed into a copy: the narrower one.
-    Tensor gw = x2.size(1) < g.size(1) ? dnn_inner(transposed(x2), g.t()).t()  // (x^T g)^T
-                                       : dnn_inner(transposed(g), x2.t());
-
-    Tensor gb = g.sum(0);                                               // (out)
-    return {gx, gw, gb};
+    return {gx, weight_grad(g, x2), g.sum(0)};
   }
 };
 
@@ -315,7 +318,7 @@ inline __attribute__((target("avx2"))) void weighted_rows(float* out, const floa
 // e^x for the softmax, whose arguments are at most zero: Cody-Waite reduction by ln 2 and
 // Cephes' degree-5 polynomial, about one ulp; below -87 (under 2^-125) it returns zero.
 // Lane for lane the same operations as the scalar version below.
-inline __attribute__((target("avx2"))) __m256 exp8(__m256 x) {
+inline __attribute__((target("avx2"), always_inline)) __m256 exp8(__m256 x) {
   const __m256 n = _mm256_floor_ps(
       _mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _mm256_set1_ps(0.5f)));
   __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f)));
@@ -328,7 +331,8 @@ inline __attribute__((target("avx2"))) __m256 exp8(__m256 x) {
   p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
   p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
   const __m256 y = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(p, z), r), _mm256_set1_ps(1.0f));
-  const __m256i e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i e =
+      _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   const __m256 under = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
   return _mm256_andnot_ps(under, _mm256_mul_ps(y, _mm256_castsi256_ps(e)));
 }
@@ -352,26 +356,41 @@ inline float exp1(float x) {
   return y * scale;
 }
 
-// Softmax of x[0], x[s], ..., x[(n-1)s] in place: the maximum, the exponentials, their sum
-// in increasing order, one division each.
+inline __attribute__((target("avx2"))) float hmax8(__m256 v) {
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  __m128 m2 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  return _mm_cvtss_f32(_mm_max_ss(m2, _mm_shuffle_ps(m2, m2, 1)));
+}
+
+// Softmax of x[0..n) in place, in registers: the row is copied into `pad` (room for n
+// rounded up to 8) and padded with -inf, whose exponential is exactly zero. The maximum,
+// the exponentials, their sum in eight lanes (lane l adds entries l, l + 8, ...) meeting
+// in a fixed tree, and one division each.
+__attribute__((target("avx2"))) void softmax_row(float* x, int64_t n, float* pad) {
+  const int64_t n8 = (n + 7) / 8 * 8;
+  std::memcpy(pad, x, n * sizeof(float));
+  std::fill(pad + n, pad + n8, -INFINITY);
+  __m256 mv = _mm256_loadu_ps(pad);
+  for (int64_t i = 8; i < n8; i += 8) mv = _mm256_max_ps(mv, _mm256_loadu_ps(pad + i));
+  const __m256 m = _mm256_set1_ps(hmax8(mv));
+  __m256 acc = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n8; i += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(pad + i), m));
+    _mm256_storeu_ps(pad + i, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  const __m256 sum = _mm256_set1_ps(hsum8(acc));
+  for (int64_t i = 0; i < n8; i += 8)
+    _mm256_storeu_ps(pad + i, _mm256_div_ps(_mm256_loadu_ps(pad + i), sum));
+  std::memcpy(x, pad, n * sizeof(float));
+}
+
+// Softmax of x[0], x[s], ..., x[(n-1)s] in place (the fault's softmax over queries): the
+// maximum, the exponentials, their sum in increasing order, one division each.
 __attribute__((target("avx2"))) void softmax_strided(float* x, int64_t n, int64_t s) {
   float m = x[0];
   for (int64_t i = 1; i < n; i++) m = std::max(m, x[i * s]);
-  int64_t i = 0;
-  if (s == 1) {
-    const __m256 mv = _mm256_set1_ps(m);
-    for (; i + 8 <= n; i += 8)
-      _mm256_storeu_ps(x + i, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + i), mv)));
-    if (i < n) {  // the last n mod 8 in one register too: lanes past n compute e^0, unused
-      alignas(32) float tail[8] = {};
-      std::memcpy(tail, x + i, (n - i) * sizeof(float));
-      for (int64_t j = 0; j < n - i; j++) tail[j] = tail[j] - m;
-      _mm256_store_ps(tail, exp8(_mm256_load_ps(tail)));
-      std::memcpy(x + i, tail, (n - i) * sizeof(float));
-      i = n;
-    }
-  }
-  for (; i < n; i++) x[i * s] = exp1(x[i * s] - m);
+  for (int64_t i = 0; i < n; i++) x[i * s] = exp1(x[i * s] - m);
   float sum = 0.0f;
   for (int64_t j = 0; j < n; j++) sum = sum + x[j * s];
   for (int64_t j = 0; j < n; j++) x[j * s] = x[j * s] / sum;
@@ -387,6 +406,7 @@ void attention_forward(const float* qkv, float* y, float* w, int64_t b, int64_t 
                        int64_t h, AttnOpts o) {
   const int64_t dk = d / h, rs = 3 * d;
   const float root = std::sqrt(static_cast<float>(dk));
+  std::vector<float> pad((t + 7) / 8 * 8);  // softmax_row's registers
   for (int64_t z = 0; z < b; z++) {
     for (int64_t hh = 0; hh < h; hh++) {
       const float* q = qkv + z * t * rs + hh * dk;
@@ -402,7 +422,7 @@ void attention_forward(const float* qkv, float* y, float* w, int64_t b, int64_t 
         if (o.scale)
           for (j = 0; j < n; j++) row[j] = row[j] / root;
         for (j = n; j < t; j++) row[j] = 0.0f;  // masked: weight exactly zero
-        if (!o.over_queries) softmax_strided(row, n, 1);
+        if (!o.over_queries) softmax_row(row, n, pad.data());
       }
       if (o.over_queries)
         for (int64_t j = 0; j < t; j++) {
@@ -514,6 +534,188 @@ struct Attention : public torch::autograd::Function<Attention> {
   }
 };
 
+// ---- GELU ----------------------------------------------------------------------------
+// GELU(x) = x Φ(x), with Φ the standard normal distribution function. For z = |x| / √2,
+// Φ(-|x|) = erfc(z) / 2 and erfc(z) = t P(t) e^(-z²) with t = 1 / (1 + 0.4 z): the form of
+// Abramowitz and Stegun's 7.1.26, with seven coefficients fitted here (error under 2.2e-8
+// on erfc, against their 1.5e-7). e^(-z²) = e^(-x²/2) is also the normal density's, so
+// one exponential gives both Φ(x) and the derivative Φ(x) + x φ(x), which the forward
+// writes for the backward: the backward is then one product.
+
+constexpr float kErfc[7] = {0.2405044698f,  0.09695769692f, 0.6711142315f, -0.7069409906f,
+                            1.020294724f,   -0.3529856832f, 0.03105555052f};
+
+// y = GELU(x) and dy = GELU'(x), eight lanes at once.
+inline __attribute__((target("avx2"))) void gelu8(__m256 x, __m256* y, __m256* dy) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 z = _mm256_mul_ps(_mm256_andnot_ps(_mm256_set1_ps(-0.0f), x),
+                                 _mm256_set1_ps(0.707106781186547524f));  // |x| / √2
+  const __m256 t = _mm256_div_ps(one, _mm256_add_ps(one, _mm256_mul_ps(_mm256_set1_ps(0.4f), z)));
+  __m256 p = _mm256_set1_ps(kErfc[6]);
+  for (int i = 5; i >= 0; i--) p = _mm256_add_ps(_mm256_mul_ps(p, t), _mm256_set1_ps(kErfc[i]));
+  const __m256 e = exp8(_mm256_mul_ps(_mm256_mul_ps(x, x), _mm256_set1_ps(-0.5f)));  // e^(-z²)
+  const __m256 tail = _mm256_mul_ps(_mm256_set1_ps(0.5f), _mm256_mul_ps(_mm256_mul_ps(t, p), e));
+  const __m256 cdf = _mm256_blendv_ps(tail, _mm256_sub_ps(one, tail),
+                                      _mm256_cmp_ps(x, _mm256_setzero_ps(), _CMP_GE_OQ));
+  const __m256 pdf = _mm256_mul_ps(e, _mm256_set1_ps(0.398942280401432678f));  // φ(x)
+  *y = _mm256_mul_ps(x, cdf);
+  *dy = _mm256_add_ps(cdf, _mm256_mul_ps(x, pdf));
+}
+
+// y[i] = GELU(x[i]) and dy[i] = GELU'(x[i]) for i < n; the last n mod 8 in one padded
+// register, so every element takes the same operations.
+__attribute__((target("avx2"))) void gelu_forward(const float* x, float* y, float* dy, int64_t n) {
+  int64_t i = 0;
+  __m256 a, b;
+  for (; i + 8 <= n; i += 8) {
+    gelu8(_mm256_loadu_ps(x + i), &a, &b);
+    _mm256_storeu_ps(y + i, a);
+    _mm256_storeu_ps(dy + i, b);
+  }
+  if (i < n) {
+    alignas(32) float buf[8] = {}, dbuf[8];
+    std::memcpy(buf, x + i, (n - i) * sizeof(float));
+    gelu8(_mm256_load_ps(buf), &a, &b);
+    _mm256_store_ps(buf, a);
+    _mm256_store_ps(dbuf, b);
+    std::memcpy(y + i, buf, (n - i) * sizeof(float));
+    std::memcpy(dy + i, dbuf, (n - i) * sizeof(float));
+  }
+}
+
+struct Gelu : public torch::autograd::Function<Gelu> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x_in) {
+    TORCH_CHECK(x_in.scalar_type() == at::kFloat, "gelu: float32 only");
+    const Tensor x = x_in.contiguous();
+    Tensor y = at::empty_like(x), dy = at::empty_like(x);
+    gelu_forward(x.data_ptr<float>(), y.data_ptr<float>(), dy.data_ptr<float>(), x.numel());
+    ctx->save_for_backward({dy});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {grads[0] * ctx->get_saved_variables()[0]};
+  }
+};
+
+// ---- Layer norm ----------------------------------------------------------------------
+// Over the last axis of n: y = (x - mean) / sqrt(var + eps) * gamma + beta, var biased.
+// Mean and variance in two passes, each summed as `dot` sums: lane l takes coordinates l,
+// l + 8, ..., the lanes meet in a fixed tree, a tail of n mod 8 is added one by one.
+
+inline __attribute__((target("avx2"))) float row_sum(const float* x, int64_t n) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(x + j));
+  float s = hsum8(acc);
+  for (; j < n; j++) s = s + x[j];
+  return s;
+}
+
+// out[j] = (x[j] - mean) * rstd: the normalised row, the same operations in both passes.
+inline __attribute__((target("avx2"))) void normalise(const float* x, float mean, float rstd,
+                                                     float* out, int64_t n) {
+  const __m256 m = _mm256_set1_ps(mean), r = _mm256_set1_ps(rstd);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + j), m), r));
+  for (; j < n; j++) out[j] = (x[j] - mean) * rstd;
+}
+
+// y (rows, n) from x (rows, n); mean and rstd (rows) saved for the backward.
+__attribute__((target("avx2"))) void layer_norm_forward(const float* x, const float* gamma,
+                                                        const float* beta, float eps, float* y,
+                                                        float* mean, float* rstd, int64_t rows,
+                                                        int64_t n) {
+  std::vector<float> dev(n);
+  for (int64_t r = 0; r < rows; r++) {
+    const float* xr = x + r * n;
+    const float mu = row_sum(xr, n) / static_cast<float>(n);
+    for (int64_t j = 0; j < n; j++) dev[j] = (xr[j] - mu) * (xr[j] - mu);
+    const float var = row_sum(dev.data(), n) / static_cast<float>(n);
+    const float rs = 1.0f / std::sqrt(var + eps);
+    mean[r] = mu;
+    rstd[r] = rs;
+    float* yr = y + r * n;
+    normalise(xr, mu, rs, yr, n);
+    for (int64_t j = 0; j < n; j++) yr[j] = yr[j] * gamma[j] + beta[j];
+  }
+}
+
+// dx (rows, n), and dgamma, dbeta (n) summed over the rows in increasing order:
+// with x̂ the normalised row and g = dy * gamma,
+// dx = (g - sum(g) / n - x̂ * sum(g x̂) / n) * rstd.
+__attribute__((target("avx2"))) void layer_norm_backward(const float* dy, const float* x,
+                                                         const float* gamma, const float* mean,
+                                                         const float* rstd, float* dx,
+                                                         float* dgamma, float* dbeta,
+                                                         int64_t rows, int64_t n) {
+  std::vector<float> xhat(n), g(n), gx(n);
+  std::fill(dgamma, dgamma + n, 0.0f);
+  std::fill(dbeta, dbeta + n, 0.0f);
+  for (int64_t r = 0; r < rows; r++) {
+    const float* dyr = dy + r * n;
+    normalise(x + r * n, mean[r], rstd[r], xhat.data(), n);
+    for (int64_t j = 0; j < n; j++) {
+      g[j] = dyr[j] * gamma[j];
+      gx[j] = g[j] * xhat[j];
+      dgamma[j] = dgamma[j] + dyr[j] * xhat[j];
+      dbeta[j] = dbeta[j] + dyr[j];
+    }
+    const float a = row_sum(g.data(), n) / static_cast<float>(n);
+    const float b = row_sum(gx.data(), n) / static_cast<float>(n);
+    float* dxr = dx + r * n;
+    for (int64_t j = 0; j < n; j++) dxr[j] = (g[j] - a - xhat[j] * b) * rstd[r];
+  }
+}
+
+// Layer norm of x (rows, n) as tensors: y and the statistics (2, rows): mean, rstd.
+std::pair<Tensor, Tensor> ln_forward(const Tensor& x, const Tensor& gamma_in,
+                                     const Tensor& beta_in, double eps) {
+  const int64_t n = x.size(-1);
+  TORCH_CHECK(x.scalar_type() == at::kFloat && x.is_contiguous() && gamma_in.numel() == n &&
+                  beta_in.numel() == n,
+              "layer_norm: want float32 (..., n) with n weights and biases, got ", x.sizes(),
+              ", ", gamma_in.sizes(), ", ", beta_in.sizes());
+  const Tensor gamma = gamma_in.contiguous(), beta = beta_in.contiguous();
+  const int64_t rows = x.numel() / n;
+  Tensor y = at::empty_like(x);
+  Tensor stats = at::empty({2, rows}, x.options());
+  layer_norm_forward(x.data_ptr<float>(), gamma.data_ptr<float>(), beta.data_ptr<float>(),
+                     static_cast<float>(eps), y.data_ptr<float>(), stats[0].data_ptr<float>(),
+                     stats[1].data_ptr<float>(), rows, n);
+  return {y, stats};
+}
+
+// dx, dgamma, dbeta from dy, given the forward's x and statistics.
+std::tuple<Tensor, Tensor, Tensor> ln_backward(const Tensor& dy_in, const Tensor& x,
+                                               const Tensor& gamma_in, const Tensor& stats) {
+  const Tensor dy = dy_in.contiguous(), gamma = gamma_in.contiguous();
+  const int64_t n = x.size(-1), rows = x.numel() / n;
+  Tensor dx = at::empty_like(x), dgamma = at::empty_like(gamma), dbeta = at::empty_like(gamma);
+  layer_norm_backward(dy.data_ptr<float>(), x.data_ptr<float>(), gamma.data_ptr<float>(),
+                      stats[0].data_ptr<float>(), stats[1].data_ptr<float>(),
+                      dx.data_ptr<float>(), dgamma.data_ptr<float>(), dbeta.data_ptr<float>(),
+                      rows, n);
+  return {dx, dgamma, dbeta};
+}
+
+struct LayerNorm : public torch::autograd::Function<LayerNorm> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x_in, const Tensor& gamma,
+                        const Tensor& beta, double eps) {
+    const Tensor x = x_in.contiguous();
+    auto [y, stats] = ln_forward(x, gamma, beta, eps);
+    ctx->save_for_backward({x, gamma, stats});
+    return y;
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    auto [dx, dgamma, dbeta] = ln_backward(grads[0], saved[0], saved[1], saved[2]);
+    return {dx, dgamma, dbeta, Tensor()};
+  }
+};
+
 template <typename F>
 at::Tensor* guarded(F f) {
   try {
@@ -549,6 +751,15 @@ int revtx_attention(const at::Tensor* qkv, int64_t heads, bool scale, bool causa
     last_error = e.what();
     return 1;
   }
+}
+
+at::Tensor* revtx_gelu(const at::Tensor* x) {
+  return guarded([&] { return Gelu::apply(*x); });
+}
+
+at::Tensor* revtx_layer_norm(const at::Tensor* x, const at::Tensor* gamma, const at::Tensor* beta,
+                             double eps) {
+  return guarded([&] { return LayerNorm::apply(*x, *gamma, *beta, eps); });
 }
 
 const char* revtx_last_error() { return last_error.c_str(); }

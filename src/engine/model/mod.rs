@@ -38,6 +38,31 @@ impl Module for Linear {
     }
 }
 
+/// Layer norm over the last axis with a learned scale and shift (see `kernels::layer_norm`).
+#[derive(Debug)]
+pub struct LayerNorm {
+    pub ws: Tensor,
+    pub bs: Tensor,
+}
+
+/// Layer norm's epsilon, PyTorch's default.
+const LN_EPS: f64 = 1e-5;
+
+impl Module for LayerNorm {
+    fn forward(&self, x: &Tensor) -> Tensor {
+        kernels::layer_norm(x, &self.ws, &self.bs, LN_EPS)
+    }
+}
+
+/// A layer norm initialised as PyTorch's `nn.LayerNorm` is: scale one, shift zero.
+fn layer_norm(vs: nn::Path, d: i64) -> LayerNorm {
+    let ln = nn::layer_norm(vs, vec![d], Default::default());
+    LayerNorm {
+        ws: ln.ws.expect("created with a scale"),
+        bs: ln.bs.expect("created with a shift"),
+    }
+}
+
 /// A linear layer initialised as PyTorch's `nn.Linear` is: weights and biases uniform in
 /// ±1/√in. (tch's default draws weights from ±√(6/in), 2.4 times wider, which would make
 /// the untrained model confidently wrong instead of evenly unsure.)
@@ -132,16 +157,16 @@ impl Mlp {
     }
 
     pub fn forward(&self, x: &Tensor) -> Tensor {
-        self.down.forward(&self.up.forward(x).gelu("none"))
+        self.down.forward(&kernels::gelu(&self.up.forward(x)))
     }
 }
 
 /// A pre-norm block: `x + attn(ln1(x))`, then `x + mlp(ln2(x))`.
 #[derive(Debug)]
 pub struct Block {
-    ln1: nn::LayerNorm,
+    ln1: LayerNorm,
     attn: MultiHeadAttention,
-    ln2: nn::LayerNorm,
+    ln2: LayerNorm,
     mlp: Mlp,
 }
 
@@ -149,9 +174,9 @@ impl Block {
     pub fn new(vs: nn::Path, cfg: &ModelConfig) -> Self {
         let d = cfg.d_model;
         Block {
-            ln1: nn::layer_norm(&vs / "ln1", vec![d], Default::default()),
+            ln1: layer_norm(&vs / "ln1", d),
             attn: MultiHeadAttention::new(&vs / "attn", cfg),
-            ln2: nn::layer_norm(&vs / "ln2", vec![d], Default::default()),
+            ln2: layer_norm(&vs / "ln2", d),
             mlp: Mlp::new(&vs / "mlp", cfg),
         }
     }
@@ -172,7 +197,7 @@ pub struct Transformer {
     pub tok: nn::Embedding,
     pub pos: nn::Embedding,
     blocks: Vec<Block>,
-    ln_f: nn::LayerNorm,
+    ln_f: LayerNorm,
     head: Linear,
 }
 
@@ -185,7 +210,7 @@ impl Transformer {
             blocks: (0..cfg.n_layers)
                 .map(|i| Block::new(&vs / "blocks" / i, cfg))
                 .collect(),
-            ln_f: nn::layer_norm(&vs / "ln_f", vec![cfg.d_model], Default::default()),
+            ln_f: layer_norm(&vs / "ln_f", cfg.d_model),
             head: linear(&vs / "head", cfg.d_model, cfg.vocab),
         }
     }
