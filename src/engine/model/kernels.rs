@@ -143,6 +143,14 @@ mod tests {
         a.allclose(b, 1e-5, 1e-5, false)
     }
 
+    /// The gradients of `sum(y * g)` with respect to `wrt` (so the gradient arriving at y
+    /// is exactly g), then y itself.
+    fn grads_and_output(y: &Tensor, g: &Tensor, wrt: &[&Tensor]) -> Vec<Tensor> {
+        let mut v = Tensor::run_backward(&[(y * g).sum(Kind::Float)], wrt, false, false);
+        v.push(y.detach());
+        v
+    }
+
     /// The fixed-order products agree with libtorch's, forward and backward, on strided
     /// (transposed, head-split) operands like attention's.
     #[test]
@@ -268,16 +276,7 @@ mod tests {
             let w = (Tensor::randn([n], opts) + 1.0).set_requires_grad(true);
             let b = Tensor::randn([n], opts).set_requires_grad(true);
             let g = Tensor::randn([3, 5, n], opts);
-            let run = |y: Tensor| {
-                let mut v = Tensor::run_backward(
-                    &[(&y * &g).sum(Kind::Float)],
-                    &[&x, &w, &b],
-                    false,
-                    false,
-                );
-                v.push(y.detach());
-                v
-            };
+            let run = |y: Tensor| grads_and_output(&y, &g, &[&x, &w, &b]);
             let ours = run(layer_norm(&x, &w, &b, 1e-5));
             let theirs = run(x.layer_norm([n], Some(&w), Some(&b), 1e-5, false));
             for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
@@ -299,16 +298,7 @@ mod tests {
             let w = Tensor::randn([out, inp], opts).set_requires_grad(true);
             let b = Tensor::randn([out], opts).set_requires_grad(true);
             let g = Tensor::randn([4, 5, out], opts);
-            let run = |y: Tensor| {
-                let mut v = Tensor::run_backward(
-                    &[(&y * &g).sum(Kind::Float)],
-                    &[&x, &w, &b],
-                    false,
-                    false,
-                );
-                v.push(y.detach());
-                v
-            };
+            let run = |y: Tensor| grads_and_output(&y, &g, &[&x, &w, &b]);
             let (ours, theirs) = (run(linear(&x, &w, &b)), run(x.linear(&w, Some(&b))));
             for (a, b) in ours.iter().zip(&theirs) {
                 assert!(close(a, b), "in {inp}, out {out}");
