@@ -73,7 +73,7 @@ fn a_different_fingerprint_stops_the_build_before_training() {
     let text = revtx_book::book::diag::to_plain_text(&o.diags, &o.sources);
     for needle in [
         "attention, train_weights",
-        "portable-avx2-v1",
+        "portable-avx2-v2",
         "Intel(R) Xeon(R) Platinum 8370C",
         "nothing was trained",
     ] {

@@ -22,11 +22,16 @@ pub fn enter(profile: Profile) -> Result<(), String> {
         std::env::set_var(k, v);
     }
     super::profile::set_current(profile);
+    // Before libtorch starts a thread: new threads inherit the floating-point state.
+    pin_thread(profile);
     if profile != Profile::Portable {
         return Ok(());
     }
     let capability = kernels::aten_capability();
     let branch = mkl_branch();
+    if !flushes_subnormals() {
+        return Err("the portable profile flushes subnormal floats to zero, but this thread's MXCSR does not (something reset it)".into());
+    }
     if capability != "AVX2" || branch != "COMPATIBLE" {
         return Err(format!(
             "libtorch did not take the portable profile: ATen dispatches to {capability} (want AVX2), \
@@ -48,6 +53,48 @@ pub fn enter_with_mkl_branch(profile: Profile, branch: &str) -> Result<(), Strin
     }
     super::profile::set_current(profile);
     Ok(())
+}
+
+/// MXCSR's flush-to-zero (bit 15: subnormal results become zero) and denormals-are-zero
+/// (bit 6: subnormal inputs read as zero) bits.
+#[cfg(target_arch = "x86_64")]
+const FTZ_DAZ: u32 = 0x8040;
+
+#[cfg(target_arch = "x86_64")]
+fn mxcsr() -> u32 {
+    let mut csr = 0u32;
+    // SAFETY: stores the SSE control register into a local.
+    unsafe {
+        std::arch::asm!("stmxcsr [{}]", in(reg) &raw mut csr, options(nostack, preserves_flags));
+    }
+    csr
+}
+
+/// Sets the calling thread's handling of subnormal floats to `profile`'s. Every vector
+/// instruction reads it (oneDNN's JIT code, ATen's kernels, the engine's own), and threads
+/// started afterwards inherit it. `enter` and every run call it.
+pub fn pin_thread(profile: Profile) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let old = mxcsr();
+        let csr = if profile.flushes_subnormals() {
+            old | FTZ_DAZ
+        } else {
+            old & !FTZ_DAZ
+        };
+        // SAFETY: loads the SSE control register with only the FTZ and DAZ bits changed.
+        unsafe {
+            std::arch::asm!("ldmxcsr [{}]", in(reg) &raw const csr, options(nostack, readonly, preserves_flags));
+        }
+    }
+}
+
+/// Whether the calling thread flushes subnormal floats to zero.
+pub fn flushes_subnormals() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    return mxcsr() & FTZ_DAZ == FTZ_DAZ;
+    #[cfg(not(target_arch = "x86_64"))]
+    return false;
 }
 
 /// A training step allocates and frees the same few hundred tensors every time. glibc
@@ -120,11 +167,29 @@ fn norm_and_gelu(d: &mut BTreeMap<String, String>) {
     }
 }
 
+/// Subnormal floats into and out of ATen, oneDNN and the engine's GELU: all zero when the
+/// thread flushes them, so a thread that does not gives another digest.
+fn subnormals(d: &mut BTreeMap<String, String>) {
+    // Every positive float32 subnormal whose bits are a multiple of 2^11 (4,096 values).
+    let bits: Vec<f32> = (1..=4096u32).map(|i| f32::from_bits(i << 11)).collect();
+    let tiny = Tensor::from_slice(&bits).view([64, 64]);
+    let w = fixed(&[32, 64], 19) * 2f64.powi(100);
+    let parts = [
+        (&tiny * 2f64.powi(60)).view([-1]),
+        tiny.apply(&model::Linear::from_parts(w, fixed(&[32], 20) * 1e-30))
+            .view([-1]),
+        // GELU(x) for x below -13 is a subnormal.
+        kernels::gelu(&(fixed(&[64, 64], 21) * 2.0 - 13.5)).view([-1]),
+    ];
+    d.insert("subnormals".into(), digest(&Tensor::cat(&parts, 0)));
+}
+
 /// Measures this machine's fingerprint under the profile already entered.
 pub fn probe(profile: Profile) -> Fingerprint {
     let started = std::time::Instant::now();
     let rng_guard = model::TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
     tch::set_num_threads(1);
+    pin_thread(profile);
     let mut d = BTreeMap::new();
     let put = |d: &mut BTreeMap<String, String>, name: &str, t: &Tensor| {
         d.insert(name.to_string(), digest(t));
@@ -165,6 +230,7 @@ pub fn probe(profile: Profile) -> Fingerprint {
         put(&mut d, "attention_grad", &qkv.grad());
     }
     norm_and_gelu(&mut d);
+    subnormals(&mut d);
     put(&mut d, "cross_entropy", &{
         let logits = fixed(&[1088, 12], 10) * 6.0;
         let y = Tensor::arange(1088, (Kind::Int64, tch::Device::Cpu)).remainder(12);
@@ -231,6 +297,31 @@ mod tests {
         enter(Profile::Portable).expect("portable profile");
         assert_eq!(kernels::aten_capability(), "AVX2");
         assert_eq!(mkl_branch(), "COMPATIBLE");
+    }
+
+    #[test]
+    fn the_portable_profile_flushes_subnormals_and_the_native_keeps_them() {
+        let tiny = f32::from_bits(1 << 20);
+        let aten = |x: f32| {
+            let t = Tensor::from_slice(&[x; 64]) * 1.5;
+            f64::try_from(t.abs().sum(Kind::Double)).unwrap()
+        };
+        pin_thread(Profile::Native);
+        assert!(!flushes_subnormals());
+        assert_ne!(std::hint::black_box(tiny) * 1.5, 0.0);
+        assert!(aten(tiny) > 0.0);
+        pin_thread(Profile::Portable);
+        assert!(flushes_subnormals());
+        // Bits, not `==`: with DAZ set, a comparison reads a subnormal as zero too.
+        assert_eq!((std::hint::black_box(tiny) * 1.5).to_bits(), 0);
+        assert_eq!(aten(tiny), 0.0);
+        // A subnormal input reads as zero even where the result would be normal (DAZ)...
+        assert_eq!((std::hint::black_box(tiny) * 2f32.powi(60)).to_bits(), 0);
+        // ...and a normal float whose product is subnormal becomes zero (FTZ).
+        assert_eq!(
+            (std::hint::black_box(f32::MIN_POSITIVE) * 0.25).to_bits(),
+            0
+        );
     }
 
     #[test]

@@ -50,6 +50,7 @@ pub struct Finished {
 pub fn run(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Finished, RunError> {
     cfg.validate().map_err(RunError::Config)?;
     tch::set_num_threads(cfg.train.threads as i32);
+    super::numerics::pin_thread(super::profile::current());
     let started = Instant::now();
     let mut result = RunResult {
         format: RESULT_FORMAT,
