@@ -8,7 +8,7 @@
 //! peak with MKL held to AVX2, the widest vector the portable profile uses).
 
 use revtx_book::book::{self, runs, runs::RunOptions, BuildOptions};
-use revtx_book::engine::profile::Profile;
+use revtx_book::engine::{entry, profile::Profile};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -281,6 +281,31 @@ fn report(args: &BenchArgs, s: &Samples) {
     }
 }
 
+/// Each trained run's arithmetic rate, slowest first: a run far below the others points at
+/// a cost the reference bench does not see (subnormal floats were one).
+fn per_run(jobs: &[runs::Job], cache: &std::path::Path) {
+    let mut rows: Vec<(f64, String)> = jobs
+        .iter()
+        .filter(|j| j.config.flop() > 0.0)
+        .filter_map(|j| {
+            let dir = cache.join("runs").join(&j.key);
+            let r = entry::load(&dir, &j.config, j.seed, Profile::Portable).ok()?;
+            let gflop = j.config.flop() / 1e9;
+            let rate = gflop / r.env.train_seconds;
+            let line = format!(
+                "  {:<16} s{:<3} {gflop:>7.0} GFLOP {:>7.1} s {rate:>6.1} GFLOP/s",
+                j.run, j.seed, r.env.train_seconds
+            );
+            Some((rate, line))
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+    println!("per run, slowest first:");
+    for (_, line) in rows {
+        println!("{line}");
+    }
+}
+
 /// Trains every run of the book from an empty cache; its time against the FLOP floor.
 fn cold(args: &BenchArgs, peak: f64, peak_avx2: f64) -> ExitCode {
     let Ok(dir) = tempfile::tempdir() else {
@@ -313,11 +338,12 @@ fn cold(args: &BenchArgs, peak: f64, peak_avx2: f64) -> ExitCode {
             .unwrap_or_default()
     };
     let mut keys = std::collections::HashSet::new();
-    let flop: f64 = runs::jobs(&plans, Profile::Portable)
-        .iter()
+    let jobs: Vec<_> = runs::jobs(&plans, Profile::Portable)
+        .into_iter()
         .filter(|j| keys.insert(j.key.clone()))
-        .map(|j| j.config.flop())
-        .sum();
+        .collect();
+    let flop: f64 = jobs.iter().map(|j| j.config.flop()).sum();
+    per_run(&jobs, dir.path());
     #[allow(clippy::cast_precision_loss, reason = "a handful of engines")]
     let floor = |peak: f64| flop / 1e9 / peak / args.jobs as f64;
     println!(

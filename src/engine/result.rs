@@ -210,7 +210,7 @@ pub struct DotVariance {
 /// profile, which is also part of the cache key.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct RunEnv {
-    /// The numeric profile the run computed under (`portable-avx2-v1`, `native`).
+    /// The numeric profile the run computed under (`portable-avx2-v2`, `native`).
     pub profile: String,
     pub threads: usize,
     pub libtorch: String,
