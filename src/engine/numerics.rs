@@ -170,7 +170,8 @@ fn norm_and_gelu(d: &mut BTreeMap<String, String>) {
 /// Subnormal floats into and out of ATen, oneDNN and the engine's GELU: all zero when the
 /// thread flushes them, so a thread that does not gives another digest.
 fn subnormals(d: &mut BTreeMap<String, String>) {
-    // Every positive float32 subnormal whose bits are a multiple of 2^11 (4,096 values).
+    // The 4,095 positive float32 subnormals whose bits are multiples of 2^11, then the
+    // smallest normal float (bits 2^23): 4,096 values.
     let bits: Vec<f32> = (1..=4096u32).map(|i| f32::from_bits(i << 11)).collect();
     let tiny = Tensor::from_slice(&bits).view([64, 64]);
     let w = fixed(&[32, 64], 19) * 2f64.powi(100);
