@@ -286,11 +286,13 @@ fn report(args: &BenchArgs, s: &Samples) {
 fn per_run(jobs: &[runs::Job], cache: &std::path::Path) {
     let mut rows: Vec<(f64, String)> = jobs
         .iter()
-        .filter(|j| j.config.flop() > 0.0)
         .filter_map(|j| {
+            let gflop = j.config.flop() / 1e9;
+            if gflop <= 0.0 {
+                return None;
+            }
             let dir = cache.join("runs").join(&j.key);
             let r = entry::load(&dir, &j.config, j.seed, Profile::Portable).ok()?;
-            let gflop = j.config.flop() / 1e9;
             let rate = gflop / r.env.train_seconds;
             let line = format!(
                 "  {:<16} s{:<3} {gflop:>7.0} GFLOP {:>7.1} s {rate:>6.1} GFLOP/s",
