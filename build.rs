@@ -1,6 +1,7 @@
 //! Build script: three jobs.
 //! 1. Give the binary an rpath to libtorch's lib dir, so it starts without `LD_LIBRARY_PATH`.
-//! 2. Compile the engine's C++ shim (oneDNN linear layers) against libtorch.
+//! 2. Compile the engine's C++ kernels: the shim against libtorch, and the matrix product
+//!    once per instruction set.
 //! 3. Fingerprint the source that decides what a run computes: everything under
 //!    `src/engine/` and the engine binary. The run cache keys on it, so editing that code
 //!    re-runs the experiments, while editing the book compiler does not.
@@ -19,7 +20,7 @@ fn main() {
         let version = std::fs::read_to_string(Path::new(&lt).join("build-version"))
             .unwrap_or_else(|_| "unknown".into());
         println!("cargo:rustc-env=REVTX_LIBTORCH_VERSION={}", version.trim());
-        compile_dnn_shim(Path::new(&lt));
+        compile_kernels(Path::new(&lt));
     } else {
         println!("cargo:rustc-env=REVTX_LIBTORCH_VERSION=unknown");
     }
@@ -55,7 +56,7 @@ fn collect(p: &Path, out: &mut Vec<PathBuf>) {
 
 /// Compiles `src/engine/model/kernels.cpp`, the engine's matrix products, against libtorch's headers,
 /// with the flags torch-sys uses for its own C++.
-fn compile_dnn_shim(libtorch: &Path) {
+fn compile_kernels(libtorch: &Path) {
     println!("cargo:rerun-if-changed=src/engine/model/kernels.cpp");
     let include = libtorch.join("include");
     cc::Build::new()
@@ -72,6 +73,27 @@ fn compile_dnn_shim(libtorch: &Path) {
         .flag("-ffp-contract=off")
         .file("src/engine/model/kernels.cpp")
         .compile("revtx_kernels");
+    // The matrix product, once per instruction set: the same source and the same bits,
+    // 8 or 16 lanes. `kernels.cpp` picks one at run time.
+    println!("cargo:rerun-if-changed=src/engine/model/gemm.cpp");
+    for (isa, flags) in [
+        ("avx2", &["-mavx2", "-mfma"][..]),
+        ("avx512", &["-mavx512f", "-mavx2", "-mfma"][..]),
+    ] {
+        let mut b = cc::Build::new();
+        b.cpp(true)
+            .pic(true)
+            .warnings(false)
+            .flag("-std=c++17")
+            .flag("-ffp-contract=off")
+            .define(&format!("REVTX_GEMM_{}", isa.to_uppercase()), None)
+            .define("REVTX_GEMM_NAME", format!("revtx_gemm_{isa}").as_str());
+        for f in flags {
+            b.flag(f);
+        }
+        b.file("src/engine/model/gemm.cpp")
+            .compile(&format!("revtx_gemm_{isa}"));
+    }
     println!(
         "cargo:rustc-link-search=native={}",
         libtorch.join("lib").display()

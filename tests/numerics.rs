@@ -9,8 +9,12 @@ use revtx_book::engine::profile::Fingerprint;
 use std::process::Command;
 
 fn fingerprint(mkl_branch: Option<&str>) -> Fingerprint {
+    fingerprint_with(mkl_branch, "widest")
+}
+
+fn fingerprint_with(mkl_branch: Option<&str>, isa: &str) -> Fingerprint {
     let mut c = Command::new(env!("CARGO_BIN_EXE_revtx-engine"));
-    c.args(["numerics", "--profile", "portable"]);
+    c.args(["numerics", "--profile", "portable", "--isa", isa]);
     if let Some(b) = mkl_branch {
         c.args(["--mkl-cbwr", b]);
     }
@@ -40,6 +44,24 @@ fn no_result_depends_on_mkl() {
             "MKL_CBWR={branch} changed some bits"
         );
     }
+}
+
+/// The matrix product's AVX2 kernel, which an AVX2-only machine runs, gives every digest
+/// the widest kernel gives, the linear layers' and four real training steps' included. On
+/// a machine with AVX-512 this compares the two kernels through the whole model; on one
+/// without, both runs use the AVX2 kernel, and the unit test that holds each kernel to the
+/// scalar chain (`every_gemm_kernel_computes_the_fused_multiply_add_chain_bit_for_bit`) is
+/// the check.
+#[test]
+fn the_avx2_kernel_computes_the_widest_kernels_bits() {
+    let widest = fingerprint(None);
+    let avx2 = fingerprint_with(None, "avx2");
+    assert!(widest.digests.contains_key("train_weights"));
+    assert_eq!(
+        widest.differences(&avx2),
+        Vec::<String>::new(),
+        "the AVX2 matrix-product kernel changed some bits"
+    );
 }
 
 #[test]

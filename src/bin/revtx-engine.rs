@@ -17,6 +17,7 @@ use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use revtx_book::engine::entry::{self, ExecRequest};
 use revtx_book::engine::experiments::{parse_seeds, RunConfig, PRESETS};
+use revtx_book::engine::model::kernels;
 use revtx_book::engine::profile::{Platform, Profile};
 use revtx_book::engine::result::{mean_std, RunResult};
 use revtx_book::engine::train::{self, Progress, RunError};
@@ -79,6 +80,11 @@ enum Cmd {
         /// Only measure the sgemm peak (1024³, best of five).
         #[arg(long)]
         sgemm_only: bool,
+        /// The vector width of the kernels that have two (the matrix product, GELU):
+        /// `widest` (what builds run) or `avx2` (the same bits in eight lanes: what an
+        /// AVX2-only machine runs).
+        #[arg(long, default_value = "widest", value_parser = ["widest", "avx2"])]
+        isa: String,
     },
     /// Run one request (JSON, see `ExecRequest`) and write its cache entry into OUT.
     Exec {
@@ -95,6 +101,10 @@ enum Cmd {
         /// digests that do not change with it prove that no result passes through MKL.
         #[arg(long)]
         mkl_cbwr: Option<String>,
+        /// The kernels' vector width, as for `bench`: digests that do not change with it
+        /// show that an AVX2-only machine computes what this one does.
+        #[arg(long, default_value = "widest", value_parser = ["widest", "avx2"])]
+        isa: String,
     },
 }
 
@@ -172,8 +182,13 @@ fn main() {
             threads,
             profile,
             sgemm_only,
-        } => bench(steps, threads, profile, sgemm_only),
-        Cmd::Numerics { profile, .. } => {
+            isa,
+        } => {
+            kernels::isa(Some(&isa));
+            bench(steps, threads, profile, sgemm_only)
+        }
+        Cmd::Numerics { profile, isa, .. } => {
+            kernels::isa(Some(&isa));
             let f = numerics::probe(profile);
             println!("{}", serde_json::to_string(&f).unwrap_or_default());
             Ok(())
@@ -459,6 +474,7 @@ fn bench(steps: usize, threads: usize, profile: Profile, sgemm_only: bool) -> Re
     let report = serde_json::json!({
         "profile": profile.id(),
         "engine": CODE_FINGERPRINT,
+        "isa": kernels::isa(None),
         "threads": threads,
         "steps": steps,
         "steps_per_second": sps,

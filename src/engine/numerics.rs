@@ -71,7 +71,7 @@ fn mxcsr() -> u32 {
 }
 
 /// Sets the calling thread's handling of subnormal floats to `profile`'s. Every vector
-/// instruction reads it (oneDNN's JIT code, ATen's kernels, the engine's own), and threads
+/// instruction reads it (ATen's kernels, the engine's own, oneDNN's JIT code), and threads
 /// started afterwards inherit it. `enter` and every run call it.
 pub fn pin_thread(profile: Profile) {
     #[cfg(target_arch = "x86_64")]
@@ -167,8 +167,8 @@ fn norm_and_gelu(d: &mut BTreeMap<String, String>) {
     }
 }
 
-/// Subnormal floats into and out of ATen, oneDNN and the engine's GELU: all zero when the
-/// thread flushes them, so a thread that does not gives another digest.
+/// Subnormal floats into and out of ATen, the linear layer and the engine's GELU: all zero
+/// when the thread flushes them, so a thread that does not gives another digest.
 fn subnormals(d: &mut BTreeMap<String, String>) {
     // The 4,095 positive float32 subnormals whose bits are multiples of 2^11, then the
     // smallest normal float (bits 2^23): 4,096 values.
@@ -197,8 +197,8 @@ pub fn probe(profile: Profile) -> Fingerprint {
     };
 
     // A linear layer forward and backward at the training shapes: the q, k, v projection
-    // of a trimmed batch (1088 rows) and the wide MLP of exercise 1 (1600 rows, whose
-    // weight gradient sums over more than one block of 1024).
+    // of a trimmed batch (1088 rows) and the wide MLP of exercise 1 (1600 rows, which the
+    // weight gradient sums in seven blocks of 256).
     for (name, rows, inp, out) in [("linear", 1088, 64, 192), ("linear_wide", 1600, 256, 1024)] {
         let x = fixed(&[rows, inp], 1).set_requires_grad(true);
         let w = fixed(&[out, inp], 2).set_requires_grad(true);

@@ -4,13 +4,16 @@
 //! libtorch picks its kernels by CPU: ATen by vector width (default, AVX2, AVX-512), MKL by
 //! vendor and model, oneDNN by instruction set. Different kernels sum in different orders,
 //! and one different last bit at step 1 is a different model by step 500. The portable
-//! profile pins all three:
+//! profile pins all three, and keeps the model's products out of MKL and oneDNN:
 //!
+//! - the linear layers (96% of the arithmetic) run on the engine's own matrix product
+//!   (`model/gemm.cpp`): each output one chain of fused multiply-adds in a fixed order, so
+//!   its AVX-512 kernel and its AVX2 kernel compute the same bits, and a machine with
+//!   AVX-512 uses all of it; attention, GELU and layer norm are the engine's own kernels;
 //! - `ATEN_CPU_CAPABILITY=avx2`: ATen's AVX2 kernels, the same compiled code everywhere;
 //! - `ONEDNN_MAX_CPU_ISA=AVX2`: oneDNN's AVX2 kernels, chosen by instruction set, never by
-//!   vendor; the engine sends the linear layers (96% of the arithmetic) through oneDNN;
-//! - `MKL_CBWR=COMPATIBLE`: MKL's vendor-neutral branch, for what still reaches MKL (the
-//!   small attention products), at little cost there;
+//!   vendor, for anything of libtorch's that still reaches oneDNN;
+//! - `MKL_CBWR=COMPATIBLE`: MKL's vendor-neutral branch, for anything that still reaches MKL;
 //! - subnormal floats flushed to zero (MXCSR's FTZ and DAZ bits, set by `numerics::enter`
 //!   and on every thread that trains). An x86 core takes a slow microcode path for an
 //!   operation that reads or writes a subnormal, and a confident model's gradients fill

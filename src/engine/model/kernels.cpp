@@ -1,14 +1,16 @@
 // The engine's matrix products under the portable profile, each with its own backward.
 //
 // libtorch sends float32 products to MKL, which picks its code path by CPU vendor. Here:
-// - linear layers (96% of a step's arithmetic) run as oneDNN inner products, whose kernels
-//   are chosen by instruction set only (capped at AVX2 by the profile);
+// - linear layers (96% of a step's arithmetic) run on the engine's own matrix product
+//   (gemm.cpp), one fused multiply-add chain per output in a fixed order, which computes
+//   the same bits in its AVX-512 and its AVX2 kernel;
 // - attention runs as one fused kernel per batch (scores, mask, softmax with its own
 //   exponential, weighted sums, and the backward of all of it), and the standalone batched
 //   products in a plain loop; in both, the order of every sum is fixed by this source,
 //   each product rounded, then added (no fused multiply-add, no reassociation:
 //   -ffp-contract=off).
-// So no product reaches MKL. Called from `kernels.rs`; tensors are tch's `at::Tensor*`.
+// So no product reaches MKL or oneDNN. Called from `kernels.rs`; tensors are tch's
+// `at::Tensor*`.
 
 #include <ATen/ATen.h>
 #include <ATen/Version.h>
@@ -17,6 +19,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -24,15 +27,15 @@
 #include <string_view>
 #include <vector>
 
-namespace at::native {
-// Exported by libtorch_cpu (aten/src/ATen/native/mkldnn/Linear.cpp), header not shipped:
-// `input @ weight^T + bias` as a oneDNN inner product on dense tensors, without copies
-// for a contiguous input and a contiguous or transposed weight.
-Tensor mkldnn_linear_pointwise(const Tensor& input, const Tensor& weight,
-                               const std::optional<Tensor>& bias, std::string_view attr,
-                               c10::List<std::optional<c10::Scalar>> scalars,
-                               std::optional<std::string_view> algorithm);
-}  // namespace at::native
+// The matrix product of gemm.cpp, compiled once per instruction set (see build.rs).
+extern "C" {
+void revtx_gemm_avx2(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
+                     const float* b, int64_t b_rs, int64_t b_cs, const float* bias, float* c,
+                     int64_t ldc);
+void revtx_gemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs,
+                       int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs,
+                       const float* bias, float* c, int64_t ldc);
+}
 
 namespace {
 
@@ -42,68 +45,47 @@ using torch::autograd::variable_list;
 
 thread_local std::string last_error;
 
-// a @ b^T (+ bias): a (rows, k), b (n, k) → (rows, n), through oneDNN.
-Tensor dnn_inner(const Tensor& a, const Tensor& b,
-                 const std::optional<Tensor>& bias = std::nullopt) {
-  return at::native::mkldnn_linear_pointwise(a, b, bias, "none",
-                                             c10::List<std::optional<c10::Scalar>>(), std::nullopt);
+// Whether the kernels that have an AVX-512 version use it: the matrix product and GELU.
+// Each computes the same bits in either width (one output per lane, the same operations
+// per lane). On by default where the CPU has AVX-512; `revtx_kernel_isa` can hold a process
+// to AVX2, for the tests that check the bits and the bench of what an AVX2 machine runs.
+std::atomic<bool>& wide_kernels() {
+  static std::atomic<bool> wide{__builtin_cpu_supports("avx512f") != 0};
+  return wide;
 }
 
-// A contiguous copy of m^T: m (rows, cols) → (cols, rows). Eight by eight blocks go
-// through AVX registers; the edges are copied one by one.
-// libtorch's own transposing copy moves one row of a block at a time and took 4% of a
-// training step for the weight gradients' operands alone. A copy: no arithmetic.
-__attribute__((target("avx2"))) Tensor transposed(const Tensor& m_in) {
-  TORCH_CHECK(m_in.dim() == 2 && m_in.scalar_type() == at::kFloat,
-              "transposed: want a float32 matrix, got ", m_in.sizes());
-  const Tensor m = m_in.stride(1) == 1 ? m_in : m_in.contiguous();
-  const int64_t rows = m.size(0), cols = m.size(1), ld = m.stride(0);
-  Tensor t = at::empty({cols, rows}, m.options());
-  const float* src = m.data_ptr<float>();
-  float* dst = t.data_ptr<float>();
-  const int64_t r8 = rows / 8 * 8, c8 = cols / 8 * 8;
-  for (int64_t r = 0; r < r8; r += 8) {
-    for (int64_t c = 0; c < c8; c += 8) {
-      __m256 v[8];
-      for (int i = 0; i < 8; i++) v[i] = _mm256_loadu_ps(src + (r + i) * ld + c);
-      const __m256 a0 = _mm256_unpacklo_ps(v[0], v[1]), a1 = _mm256_unpackhi_ps(v[0], v[1]);
-      const __m256 a2 = _mm256_unpacklo_ps(v[2], v[3]), a3 = _mm256_unpackhi_ps(v[2], v[3]);
-      const __m256 a4 = _mm256_unpacklo_ps(v[4], v[5]), a5 = _mm256_unpackhi_ps(v[4], v[5]);
-      const __m256 a6 = _mm256_unpacklo_ps(v[6], v[7]), a7 = _mm256_unpackhi_ps(v[6], v[7]);
-      const __m256 b0 = _mm256_shuffle_ps(a0, a2, 0x44), b1 = _mm256_shuffle_ps(a0, a2, 0xEE);
-      const __m256 b2 = _mm256_shuffle_ps(a1, a3, 0x44), b3 = _mm256_shuffle_ps(a1, a3, 0xEE);
-      const __m256 b4 = _mm256_shuffle_ps(a4, a6, 0x44), b5 = _mm256_shuffle_ps(a4, a6, 0xEE);
-      const __m256 b6 = _mm256_shuffle_ps(a5, a7, 0x44), b7 = _mm256_shuffle_ps(a5, a7, 0xEE);
-      float* d = dst + c * rows + r;  // row c of the result, from column r
-      _mm256_storeu_ps(d + 0 * rows, _mm256_permute2f128_ps(b0, b4, 0x20));
-      _mm256_storeu_ps(d + 1 * rows, _mm256_permute2f128_ps(b1, b5, 0x20));
-      _mm256_storeu_ps(d + 2 * rows, _mm256_permute2f128_ps(b2, b6, 0x20));
-      _mm256_storeu_ps(d + 3 * rows, _mm256_permute2f128_ps(b3, b7, 0x20));
-      _mm256_storeu_ps(d + 4 * rows, _mm256_permute2f128_ps(b0, b4, 0x31));
-      _mm256_storeu_ps(d + 5 * rows, _mm256_permute2f128_ps(b1, b5, 0x31));
-      _mm256_storeu_ps(d + 6 * rows, _mm256_permute2f128_ps(b2, b6, 0x31));
-      _mm256_storeu_ps(d + 7 * rows, _mm256_permute2f128_ps(b3, b7, 0x31));
-    }
-    for (int64_t c = c8; c < cols; c++)
-      for (int64_t i = 0; i < 8; i++) dst[c * rows + r + i] = src[(r + i) * ld + c];
+// bias + a @ b: a (m, k), b (k, n), bias (n) or none → (m, n), contiguous. The kernel reads
+// a in place when its rows or its columns are contiguous, b with any strides.
+Tensor gemm(const Tensor& a_in, const Tensor& b, const std::optional<Tensor>& bias_in = {}) {
+  TORCH_CHECK(a_in.dim() == 2 && b.dim() == 2 && a_in.size(1) == b.size(0) &&
+                  a_in.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat,
+              "gemm: want float32 matrices (m, k) and (k, n), got ", a_in.sizes(), " and ",
+              b.sizes());
+  const Tensor a = a_in.stride(1) == 1 || a_in.stride(0) == 1 ? a_in : a_in.contiguous();
+  const int64_t m = a.size(0), k = a.size(1), n = b.size(1);
+  Tensor bias;
+  if (bias_in) {
+    bias = bias_in->contiguous();
+    TORCH_CHECK(bias.numel() == n && bias.scalar_type() == at::kFloat, "gemm: want ", n,
+                " float32 biases, got ", bias.sizes());
   }
-  for (int64_t r = r8; r < rows; r++)
-    for (int64_t c = 0; c < cols; c++) dst[c * rows + r] = src[r * ld + c];
-  return t;
-}
-
-// The weight gradient g^T @ x: g (rows, out), x (rows, in) → (out, in). oneDNN wants its
-// left operand in rows, so one of the two is transposed into a copy: the narrower one.
-Tensor weight_grad(const Tensor& g, const Tensor& x) {
-  return x.size(1) < g.size(1) ? dnn_inner(transposed(x), g.t()).t()  // (x^T g)^T
-                               : dnn_inner(transposed(g), x.t());
+  Tensor c = at::empty({m, n}, a.options());
+  // Along a length-one axis a stride means nothing: read such an a by rows.
+  const bool by_rows = a.stride(1) == 1 || k == 1;
+  const auto kernel = wide_kernels().load(std::memory_order_relaxed) ? revtx_gemm_avx512
+                                                                     : revtx_gemm_avx2;
+  kernel(
+      m, n, k, a.data_ptr<float>(), by_rows ? a.stride(0) : 1, by_rows ? 1 : a.stride(1),
+      b.data_ptr<float>(), b.stride(0), b.stride(1),
+      bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), n);
+  return c;
 }
 
 // y = x @ w^T + b, x: (..., in), w: (out, in), b: (out).
 struct Linear : public torch::autograd::Function<Linear> {
   static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w, const Tensor& b) {
     ctx->save_for_backward({x, w});
-    Tensor y = dnn_inner(x.reshape({-1, x.size(-1)}), w, b);  // (rows, out)
+    Tensor y = gemm(x.reshape({-1, x.size(-1)}), w.t(), b);  // (rows, out)
     auto shape = x.sizes().vec();
     shape.back() = w.size(0);
     return y.view(shape);  // (..., out)
@@ -115,8 +97,8 @@ struct Linear : public torch::autograd::Function<Linear> {
     const Tensor& w = saved[1];
     Tensor g = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();  // (rows, out)
     Tensor x2 = x.reshape({-1, x.size(-1)});                            // (rows, in)
-    Tensor gx = dnn_inner(g, w.t()).view(x.sizes());                        // g @ w: (..., in)
-    return {gx, weight_grad(g, x2), g.sum(0)};
+    Tensor gx = gemm(g, w).view(x.sizes());                             // g @ w: (..., in)
+    return {gx, gemm(g.t(), x2), g.sum(0)};                             // g^T @ x: (out, in)
   }
 };
 
@@ -562,9 +544,49 @@ inline __attribute__((target("avx2"))) void gelu8(__m256 x, __m256* y, __m256* d
   *dy = _mm256_add_ps(cdf, _mm256_mul_ps(x, pdf));
 }
 
+// exp8 in sixteen lanes: the same operations, lane for lane (floor as a rounding toward
+// minus infinity, the select of zero below -87 as a mask).
+inline __attribute__((target("avx512f"), always_inline)) __m512 exp16(__m512 x) {
+  const __m512 n = _mm512_roundscale_ps(
+      _mm512_add_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _mm512_set1_ps(0.5f)),
+      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_sub_ps(x, _mm512_mul_ps(n, _mm512_set1_ps(0.693359375f)));
+  r = _mm512_sub_ps(r, _mm512_mul_ps(n, _mm512_set1_ps(-2.12194440e-4f)));
+  const __m512 z = _mm512_mul_ps(r, r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_add_ps(_mm512_mul_ps(p, r), _mm512_set1_ps(5.0000001201e-1f));
+  const __m512 y = _mm512_add_ps(_mm512_add_ps(_mm512_mul_ps(p, z), r), _mm512_set1_ps(1.0f));
+  const __m512i e =
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+  const __mmask16 under = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_LT_OQ);
+  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~under),
+                             _mm512_mul_ps(y, _mm512_castsi512_ps(e)));
+}
+
+// gelu8 in sixteen lanes, the same operations lane for lane.
+inline __attribute__((target("avx512f"))) void gelu16(__m512 x, __m512* y, __m512* dy) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.707106781186547524f));
+  const __m512 t = _mm512_div_ps(one, _mm512_add_ps(one, _mm512_mul_ps(_mm512_set1_ps(0.4f), z)));
+  __m512 p = _mm512_set1_ps(kErfc[6]);
+  for (int i = 5; i >= 0; i--) p = _mm512_add_ps(_mm512_mul_ps(p, t), _mm512_set1_ps(kErfc[i]));
+  const __m512 e = exp16(_mm512_mul_ps(_mm512_mul_ps(x, x), _mm512_set1_ps(-0.5f)));
+  const __m512 tail = _mm512_mul_ps(_mm512_set1_ps(0.5f), _mm512_mul_ps(_mm512_mul_ps(t, p), e));
+  const __m512 cdf = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ),
+                                          tail, _mm512_sub_ps(one, tail));
+  const __m512 pdf = _mm512_mul_ps(e, _mm512_set1_ps(0.398942280401432678f));
+  *y = _mm512_mul_ps(x, cdf);
+  *dy = _mm512_add_ps(cdf, _mm512_mul_ps(x, pdf));
+}
+
 // y[i] = GELU(x[i]) and dy[i] = GELU'(x[i]) for i < n; the last n mod 8 in one padded
 // register, so every element takes the same operations.
-__attribute__((target("avx2"))) void gelu_forward(const float* x, float* y, float* dy, int64_t n) {
+__attribute__((target("avx2"))) void gelu_forward8(const float* x, float* y, float* dy,
+                                                   int64_t n) {
   int64_t i = 0;
   __m256 a, b;
   for (; i + 8 <= n; i += 8) {
@@ -581,6 +603,34 @@ __attribute__((target("avx2"))) void gelu_forward(const float* x, float* y, floa
     std::memcpy(y + i, buf, (n - i) * sizeof(float));
     std::memcpy(dy + i, dbuf, (n - i) * sizeof(float));
   }
+}
+
+// The same in sixteen lanes, the last n mod 16 in one padded register.
+__attribute__((target("avx512f"))) void gelu_forward16(const float* x, float* y, float* dy,
+                                                       int64_t n) {
+  int64_t i = 0;
+  __m512 a, b;
+  for (; i + 16 <= n; i += 16) {
+    gelu16(_mm512_loadu_ps(x + i), &a, &b);
+    _mm512_storeu_ps(y + i, a);
+    _mm512_storeu_ps(dy + i, b);
+  }
+  if (i < n) {
+    alignas(64) float buf[16] = {}, dbuf[16];
+    std::memcpy(buf, x + i, (n - i) * sizeof(float));
+    gelu16(_mm512_load_ps(buf), &a, &b);
+    _mm512_store_ps(buf, a);
+    _mm512_store_ps(dbuf, b);
+    std::memcpy(y + i, buf, (n - i) * sizeof(float));
+    std::memcpy(dy + i, dbuf, (n - i) * sizeof(float));
+  }
+}
+
+void gelu_forward(const float* x, float* y, float* dy, int64_t n) {
+  if (wide_kernels().load(std::memory_order_relaxed))
+    gelu_forward16(x, y, dy, n);
+  else
+    gelu_forward8(x, y, dy, n);
 }
 
 struct Gelu : public torch::autograd::Function<Gelu> {
@@ -763,6 +813,17 @@ at::Tensor* revtx_layer_norm(const at::Tensor* x, const at::Tensor* gamma, const
 }
 
 const char* revtx_last_error() { return last_error.c_str(); }
+
+// The kernels' vector width: `want` "avx2" holds this process to the AVX2 kernels,
+// "avx512" moves it to the AVX-512 ones if the CPU has them, "widest" to the widest the CPU
+// has; anything else changes nothing. Returns the width now in use ("avx2" or "avx512").
+const char* revtx_kernel_isa(const char* want) {
+  const std::string_view w = want != nullptr ? want : "";
+  const bool can = __builtin_cpu_supports("avx512f") != 0;
+  if (w == "avx2") wide_kernels().store(false);
+  if (w == "avx512" || w == "widest") wide_kernels().store(can);
+  return wide_kernels().load() ? "avx512" : "avx2";
+}
 
 // Makes `grad` the gradient of `param`: autograd then accumulates into it in place.
 void revtx_set_grad(at::Tensor* param, const at::Tensor* grad) { param->mutable_grad() = *grad; }

@@ -1,7 +1,8 @@
 //! The model's matrix products and its fused attention. Under the portable profile they
-//! run in `kernels.cpp`: linear layers through oneDNN, attention in one kernel of fixed
-//! order, so that no float32 product reaches MKL's vendor-dependent code paths. Under the
-//! native profile they are libtorch's own operations. All take part in autograd.
+//! run in `kernels.cpp` and `gemm.cpp`: linear layers on the engine's own matrix product,
+//! attention in one kernel of fixed order, so that no float32 product reaches MKL's or
+//! oneDNN's CPU-dependent code paths. Under the native profile they are libtorch's own
+//! operations. All take part in autograd.
 
 use crate::engine::config::{AttnOptions, SoftmaxAxis};
 use crate::engine::profile::{self, Profile};
@@ -29,6 +30,7 @@ extern "C" {
     fn revtx_last_error() -> *const c_char;
     fn revtx_set_grad(param: *mut c_void, grad: *const c_void);
     fn revtx_aten_capability(buf: *mut c_char, len: usize);
+    fn revtx_kernel_isa(want: *const c_char) -> *const c_char;
 }
 
 fn portable() -> bool {
@@ -121,6 +123,20 @@ pub fn set_grad(param: &Tensor, grad: &Tensor) {
     let mut p = param.shallow_clone();
     // SAFETY: both are live tensors; the shim assigns the gradient handle.
     unsafe { revtx_set_grad(p.as_mut_ptr().cast(), grad.as_ptr().cast()) };
+}
+
+/// The vector width of the kernels that have two, the matrix product and GELU: `"avx512"`
+/// or `"avx2"`. Both compute the same bits. `Some("avx2")` holds the process to the AVX2
+/// kernels, `Some("widest")` returns it to the widest this CPU has; `None` only asks.
+pub fn isa(want: Option<&str>) -> &'static str {
+    let want = want.map(|w| std::ffi::CString::new(w).expect("no NUL in a kernel name"));
+    let ptr = want.as_ref().map_or(std::ptr::null(), |w| w.as_ptr());
+    // SAFETY: `ptr` is null or a live C string; the shim returns a static string.
+    let name = unsafe { CStr::from_ptr(revtx_kernel_isa(ptr)) };
+    match name.to_bytes() {
+        b"avx512" => "avx512",
+        _ => "avx2",
+    }
 }
 
 /// The kernel set ATen dispatches its CPU operations to: `DEFAULT`, `AVX2` or `AVX512`.
@@ -285,9 +301,8 @@ mod tests {
         }
     }
 
-    /// Both ways of forming the weight gradient (the narrower operand transposed: the
-    /// gradient when out < in, the input when in < out), on 20 rows and widths that leave
-    /// edges outside the 8 × 8 transpose blocks.
+    /// The linear layer against libtorch's, forward and backward, on 20 rows and widths
+    /// that leave partial tiles and partial registers.
     #[test]
     fn linear_matches_libtorch_forward_and_backward() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
@@ -304,5 +319,162 @@ mod tests {
                 assert!(close(a, b), "in {inp}, out {out}");
             }
         }
+    }
+
+    /// `bias + a @ b` as the chain the matrix product promises, in scalar code: each output
+    /// starts at its bias and adds its products in increasing k, one fused multiply-add
+    /// (one rounding) each. `a` (m, k), `b` (k, n), row-major.
+    fn fma_chain(
+        a: &[f32],
+        b: &[f32],
+        bias: Option<&[f32]>,
+        m: usize,
+        k: usize,
+        n: usize,
+    ) -> Vec<f32> {
+        let mut c = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut acc = bias.map_or(0.0, |b| b[j]);
+                for p in 0..k {
+                    acc = a[i * k + p].mul_add(b[p * n + j], acc);
+                }
+                c[i * n + j] = acc;
+            }
+        }
+        c
+    }
+
+    fn floats(t: &Tensor) -> Vec<f32> {
+        Vec::<f32>::try_from(t.contiguous().view([-1])).expect("float32")
+    }
+
+    fn same_bits(ours: &Tensor, chain: &[f32], what: &str) {
+        let ours = floats(ours);
+        assert_eq!(ours.len(), chain.len(), "{what}: length");
+        let bad = ours
+            .iter()
+            .zip(chain)
+            .filter(|(a, b)| a.to_bits() != b.to_bits())
+            .count();
+        assert_eq!(
+            bad,
+            0,
+            "{what}: {bad} of {} outputs differ from the chain",
+            ours.len()
+        );
+    }
+
+    /// Every matrix product of the linear layer (the output, the input's gradient and the
+    /// weight's), in every kernel this CPU has, equals the scalar fused multiply-add chain
+    /// bit for bit. The AVX2 kernel runs everywhere; the AVX-512 kernel where the CPU has it.
+    /// Equal to the chain, the two are equal to each other: the same bits on every machine.
+    /// Shapes: the model's (qkv of a trimmed batch, the head) and ones that leave a partial
+    /// tile in each direction for both kernels (tiles of 6 x 16 and 8 x 32), with sums over
+    /// more than one block of 256 products (the weight gradients over 1,088 and 300 rows).
+    #[test]
+    fn every_gemm_kernel_computes_the_fused_multiply_add_chain_bit_for_bit() {
+        let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        tch::manual_seed(5);
+        let opts = (Kind::Float, tch::Device::Cpu);
+        let widest = isa(Some("widest"));
+        let mut kernels = vec!["avx2"];
+        if widest == "avx512" {
+            kernels.push("avx512");
+        }
+        for (rows, inp, out) in [
+            (1088, 64, 192),
+            (1088, 64, 12),
+            (300, 45, 33),
+            (7, 1, 5),
+            (50, 96, 17),
+        ] {
+            let x = Tensor::randn([rows, inp], opts);
+            let w = Tensor::randn([out, inp], opts) * 0.1;
+            let b = Tensor::randn([out], opts);
+            let g = Tensor::randn([rows, out], opts);
+            let (xs, ws, bs, gs) = (floats(&x), floats(&w), floats(&b), floats(&g));
+            let wt = floats(&w.transpose(0, 1));
+            let gt = floats(&g.transpose(0, 1));
+            let (r, i, o) = (rows as usize, inp as usize, out as usize);
+            let y_chain = fma_chain(&xs, &wt, Some(&bs), r, i, o);
+            let gx_chain = fma_chain(&gs, &ws, None, r, o, i);
+            let gw_chain = fma_chain(&gt, &xs, None, o, r, i);
+            for k in &kernels {
+                assert_eq!(isa(Some(k)), *k);
+                let xv = x.detach().set_requires_grad(true);
+                let wv = w.detach().set_requires_grad(true);
+                let bv = b.detach().set_requires_grad(true);
+                let v = grads_and_output(&linear(&xv, &wv, &bv), &g, &[&xv, &wv]);
+                let at = format!("{k}, {rows} x {inp} -> {out}");
+                same_bits(&v[2], &y_chain, &format!("output, {at}"));
+                same_bits(&v[0], &gx_chain, &format!("input gradient, {at}"));
+                same_bits(&v[1], &gw_chain, &format!("weight gradient, {at}"));
+            }
+        }
+        assert_eq!(isa(Some("widest")), widest);
+    }
+
+    /// GELU in sixteen lanes gives GELU in eight lanes bit for bit, output and derivative:
+    /// on a grid over [-20, 20] (the whole curve, both tails and the exponential's cut at
+    /// -87), on random values, on lengths that leave a partial register in either width,
+    /// and on zeros, infinities and the largest floats. Where the CPU has no AVX-512 the
+    /// two runs are the same kernel, and this test compares it with itself.
+    #[test]
+    fn gelu_in_either_width_computes_the_same_bits() {
+        let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        tch::manual_seed(6);
+        let opts = (Kind::Float, tch::Device::Cpu);
+        let widest = isa(Some("widest"));
+        let special = Tensor::from_slice(&[
+            0.0f32,
+            -0.0,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            f32::MIN,
+            1e-30,
+            -1e-30,
+        ]);
+        let inputs = [
+            Tensor::linspace(-20.0, 20.0, 400_001, opts),
+            Tensor::randn([1088, 256], opts) * 3.0,
+            Tensor::randn([37], opts),
+            Tensor::randn([5], opts),
+            special,
+        ];
+        for x in &inputs {
+            let run = |which: &str| {
+                assert_eq!(
+                    isa(Some(which)),
+                    if which == "avx2" { "avx2" } else { widest }
+                );
+                let xv = x.detach().set_requires_grad(true);
+                let y = gelu(&xv);
+                let dy =
+                    Tensor::run_backward(&[y.sum(Kind::Float)], &[&xv], false, false).remove(0);
+                (floats(&y), floats(&dy))
+            };
+            let (narrow, wide) = (run("avx2"), run("widest"));
+            let differ = |a: &[f32], b: &[f32]| {
+                a.iter()
+                    .zip(b)
+                    .filter(|(p, q)| p.to_bits() != q.to_bits())
+                    .count()
+            };
+            assert_eq!(
+                differ(&narrow.0, &wide.0),
+                0,
+                "outputs of {} values",
+                x.numel()
+            );
+            assert_eq!(
+                differ(&narrow.1, &wide.1),
+                0,
+                "derivatives of {} values",
+                x.numel()
+            );
+        }
+        assert_eq!(isa(Some("widest")), widest);
     }
 }

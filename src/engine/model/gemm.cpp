@@ -1,0 +1,170 @@
+// The engine's matrix product, c = bias + a @ b, for the linear layers under the portable
+// profile. build.rs compiles this file twice: with AVX2 and FMA (8 lanes), and with
+// AVX-512 (16 lanes); `kernels.cpp` picks the widest the CPU has.
+//
+// Both compute the same bits. Every output starts at its bias (or zero) and adds its k
+// products in increasing k, each with one fused multiply-add, so it is rounded once per
+// step: c = fma(a[i][p], b[p][j], c). That order alone fixes the result. A lane holds one
+// output column and lanes never mix, so the width of a register changes how many outputs
+// are computed at once, never how one is computed. `revtx_gemm_reference` is the same chain
+// in scalar code, and the tests hold both kernels to it bit for bit.
+//
+// Layout: b is packed, one panel of NR columns at a time (k rows of NR, zero-padded past
+// n), so the tile's loads are contiguous; a is read in place, by rows (a_cs == 1) or by
+// columns (a_rs == 1), and broadcast one element at a time. A tile of MR rows by NR columns
+// lives in registers for the whole sum over k.
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace {
+
+#if defined(REVTX_GEMM_AVX512)
+using V = __m512;
+constexpr int W = 16;  // floats per register
+constexpr int MR = 8;  // rows per tile: 8 x 2 accumulators, 2 loads of b, 1 broadcast
+inline V vzero() { return _mm512_setzero_ps(); }
+inline V vload(const float* p) { return _mm512_loadu_ps(p); }
+inline V vset1(float x) { return _mm512_set1_ps(x); }
+inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
+#elif defined(REVTX_GEMM_AVX2)
+using V = __m256;
+constexpr int W = 8;
+constexpr int MR = 6;  // 6 x 2 accumulators, 2 loads of b, 1 broadcast: 15 of 16 registers
+inline V vzero() { return _mm256_setzero_ps(); }
+inline V vload(const float* p) { return _mm256_loadu_ps(p); }
+inline V vset1(float x) { return _mm256_set1_ps(x); }
+inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
+#else
+#error "define REVTX_GEMM_AVX2 or REVTX_GEMM_AVX512"
+#endif
+
+constexpr int NR = 2 * W;  // columns per tile: two registers
+constexpr int64_t KC = 256; // products per pass over a tile: a block of b then fits in L1
+
+// One tile, c[i][j] for i < MR, j < NR: from start values (init, NR of them, or c itself
+// when `more`: a later block of the same sums), add the products of a tile of a (element
+// (i, p) at a[i * ld + p] when `RowsOfA`, else at a[p * ld + i]) and a packed panel bp
+// (kc rows of NR), p in increasing order.
+template <bool RowsOfA>
+inline void tile(int64_t kc, const float* a, int64_t ld, const float* bp, const float* init,
+                 bool more, float* c, int64_t ldc) {
+  V c0[MR], c1[MR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; i++) {
+    c0[i] = vload(more ? c + i * ldc : init);
+    c1[i] = vload(more ? c + i * ldc + W : init + W);
+  }
+  for (int64_t p = 0; p < kc; p++) {
+    const V b0 = vload(bp + p * NR), b1 = vload(bp + p * NR + W);
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) {
+      const V ai = vset1(RowsOfA ? a[i * ld + p] : a[p * ld + i]);
+      c0[i] = vfma(ai, b0, c0[i]);
+      c1[i] = vfma(ai, b1, c1[i]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; i++) {
+    vstore(c + i * ldc, c0[i]);
+    vstore(c + i * ldc + W, c1[i]);
+  }
+}
+
+// Rows [0, kc) and columns [j0, j0 + NR) of b (element (p, j) at b[p * rs + j * cs]) into
+// bp, kc rows of NR, zero past column n.
+void pack_panel(const float* b, int64_t rs, int64_t cs, int64_t kc, int64_t n, int64_t j0,
+                float* bp) {
+  const int64_t cols = std::min<int64_t>(NR, n - j0);
+  if (cs == 1 && cols == NR) {
+    for (int64_t p = 0; p < kc; p++)  // a copy of constant size: register moves, no call
+      std::memcpy(bp + p * NR, b + p * rs + j0, NR * sizeof(float));
+  } else if (cs == 1) {
+    for (int64_t p = 0; p < kc; p++) {
+      std::memcpy(bp + p * NR, b + p * rs + j0, cols * sizeof(float));
+      std::fill(bp + p * NR + cols, bp + (p + 1) * NR, 0.0f);
+    }
+  } else {
+    for (int64_t j = 0; j < NR; j++)
+      for (int64_t p = 0; p < kc; p++)
+        bp[p * NR + j] = j < cols ? b[p * rs + (j0 + j) * cs] : 0.0f;
+  }
+}
+
+// The product in blocks of KC along k; a tile's sums carry over in c from one block to
+// the next, exactly as in registers (a float stored is the float loaded), so blocking
+// changes no bit. Within a block, one panel of b at a time (packed, it stays in L1) meets
+// every tile of a. a is read in place when its rows are contiguous; otherwise the block's
+// columns of a are packed once, tile by tile (kc rows of MR), for all the panels.
+template <bool RowsOfA>
+void product(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld, const float* b,
+             int64_t b_rs, int64_t b_cs, const float* bias, float* c, int64_t ldc) {
+  thread_local std::vector<float> panel, apack;
+  const int64_t tiles = (m + MR - 1) / MR;
+  alignas(64) float init[NR];
+  alignas(64) float edge[MR * NR];
+  for (int64_t k0 = 0; k0 == 0 || k0 < k; k0 += KC) {
+    const int64_t kc = std::min<int64_t>(KC, k - k0);
+    const bool more = k0 > 0;
+    // Packed tiles of a: all of them, or only the last, partial one when a is read in place.
+    const int64_t first_packed = RowsOfA ? (m / MR) : 0;
+    apack.resize((tiles - first_packed) * kc * MR);
+    for (int64_t t = first_packed; t < tiles; t++) {
+      const int64_t i0 = t * MR, rows = std::min<int64_t>(MR, m - i0);
+      float* ap = apack.data() + (t - first_packed) * kc * MR;
+      for (int64_t p = 0; p < kc; p++) {
+        if (RowsOfA)
+          for (int64_t i = 0; i < rows; i++) ap[p * MR + i] = a[(i0 + i) * ld + k0 + p];
+        else if (rows == MR)  // constant size: register moves, no call
+          std::memcpy(ap + p * MR, a + (k0 + p) * ld + i0, MR * sizeof(float));
+        else
+          std::memcpy(ap + p * MR, a + (k0 + p) * ld + i0, rows * sizeof(float));
+        std::fill(ap + p * MR + rows, ap + (p + 1) * MR, 0.0f);  // sums thrown away
+      }
+    }
+    panel.resize(kc * NR);
+    for (int64_t j0 = 0; j0 < n; j0 += NR) {
+      const int64_t cols = std::min<int64_t>(NR, n - j0);
+      pack_panel(b + k0 * b_rs, b_rs, b_cs, kc, n, j0, panel.data());
+      for (int64_t j = 0; j < NR; j++) init[j] = bias != nullptr && j < cols ? bias[j0 + j] : 0.0f;
+      for (int64_t t = 0; t < tiles; t++) {
+        const int64_t i0 = t * MR, rows = std::min<int64_t>(MR, m - i0);
+        float* ct = c + i0 * ldc + j0;
+        const bool whole = rows == MR && cols == NR;
+        float* out = whole ? ct : edge;
+        const int64_t ldo = whole ? ldc : NR;
+        if (!whole && more)  // the sums so far, into the edge tile
+          for (int64_t i = 0; i < rows; i++)
+            std::memcpy(edge + i * NR, ct + i * ldc, cols * sizeof(float));
+        if (t < first_packed)
+          tile<true>(kc, a + i0 * ld + k0, ld, panel.data(), init, more, out, ldo);
+        else
+          tile<false>(kc, apack.data() + (t - first_packed) * kc * MR, MR, panel.data(), init,
+                      more, out, ldo);
+        if (!whole)
+          for (int64_t i = 0; i < rows; i++)
+            std::memcpy(ct + i * ldc, edge + i * NR, cols * sizeof(float));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// c (m, n), row stride ldc, = bias (n, or null for zero) + a (m, k) @ b (k, n). Element
+// (i, p) of a is a[i * a_rs + p * a_cs], with a_cs == 1 or a_rs == 1; element (p, j) of b is
+// b[p * b_rs + j * b_cs], any strides.
+extern "C" void REVTX_GEMM_NAME(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs,
+                                int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs,
+                                const float* bias, float* c, int64_t ldc) {
+  if (a_cs == 1)
+    product<true>(m, n, k, a, a_rs, b, b_rs, b_cs, bias, c, ldc);
+  else
+    product<false>(m, n, k, a, a_cs, b, b_rs, b_cs, bias, c, ldc);
+}
