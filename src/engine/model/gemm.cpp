@@ -6,13 +6,15 @@
 // products in increasing k, each with one fused multiply-add, so it is rounded once per
 // step: c = fma(a[i][p], b[p][j], c). That order alone fixes the result. A lane holds one
 // output column and lanes never mix, so the width of a register changes how many outputs
-// are computed at once, never how one is computed. `revtx_gemm_reference` is the same chain
-// in scalar code, and the tests hold both kernels to it bit for bit.
+// are computed at once, never how one is computed. The unit tests in `kernels.rs` hold
+// both kernels to the same chain in scalar code (`f32::mul_add`), bit for bit.
 //
-// Layout: b is packed, one panel of NR columns at a time (k rows of NR, zero-padded past
-// n), so the tile's loads are contiguous; a is read in place, by rows (a_cs == 1) or by
-// columns (a_rs == 1), and broadcast one element at a time. A tile of MR rows by NR columns
-// lives in registers for the whole sum over k.
+// Layout: the sums run in blocks of KC products. In each block, b is packed one panel of
+// NR columns at a time (kc rows of NR, zero-padded past n), so the tile's loads are
+// contiguous and the panel stays in L1; a is read in place when its rows are contiguous
+// (a_cs == 1), and otherwise packed tile by tile (a_rs == 1: the weight gradients); its
+// elements are broadcast one at a time. A tile of MR rows by NR columns lives in registers
+// for the whole block.
 
 #include <immintrin.h>
 
@@ -27,7 +29,6 @@ namespace {
 using V = __m512;
 constexpr int W = 16;  // floats per register
 constexpr int MR = 8;  // rows per tile: 8 x 2 accumulators, 2 loads of b, 1 broadcast
-inline V vzero() { return _mm512_setzero_ps(); }
 inline V vload(const float* p) { return _mm512_loadu_ps(p); }
 inline V vset1(float x) { return _mm512_set1_ps(x); }
 inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
@@ -36,7 +37,6 @@ inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
 using V = __m256;
 constexpr int W = 8;
 constexpr int MR = 6;  // 6 x 2 accumulators, 2 loads of b, 1 broadcast: 15 of 16 registers
-inline V vzero() { return _mm256_setzero_ps(); }
 inline V vload(const float* p) { return _mm256_loadu_ps(p); }
 inline V vset1(float x) { return _mm256_set1_ps(x); }
 inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
@@ -46,7 +46,7 @@ inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
 #endif
 
 constexpr int NR = 2 * W;  // columns per tile: two registers
-constexpr int64_t KC = 256; // products per pass over a tile: a block of b then fits in L1
+constexpr int64_t KC = 256;  // products per block: a panel of b (kc x NR) then fits in L1
 
 // One tile, c[i][j] for i < MR, j < NR: from start values (init, NR of them, or c itself
 // when `more`: a later block of the same sums), add the products of a tile of a (element

@@ -54,8 +54,9 @@ std::atomic<bool>& wide_kernels() {
   return wide;
 }
 
-// bias + a @ b: a (m, k), b (k, n), bias (n) or none → (m, n), contiguous. The kernel reads
-// a in place when its rows or its columns are contiguous, b with any strides.
+// bias + a @ b: a (m, k), b (k, n), bias (n) or none → (m, n), contiguous. The kernel takes
+// a with contiguous rows or contiguous columns (anything else is copied first), b with any
+// strides.
 Tensor gemm(const Tensor& a_in, const Tensor& b, const std::optional<Tensor>& bias_in = {}) {
   TORCH_CHECK(a_in.dim() == 2 && b.dim() == 2 && a_in.size(1) == b.size(0) &&
                   a_in.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat,
@@ -74,10 +75,9 @@ Tensor gemm(const Tensor& a_in, const Tensor& b, const std::optional<Tensor>& bi
   const bool by_rows = a.stride(1) == 1 || k == 1;
   const auto kernel = wide_kernels().load(std::memory_order_relaxed) ? revtx_gemm_avx512
                                                                      : revtx_gemm_avx2;
-  kernel(
-      m, n, k, a.data_ptr<float>(), by_rows ? a.stride(0) : 1, by_rows ? 1 : a.stride(1),
-      b.data_ptr<float>(), b.stride(0), b.stride(1),
-      bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), n);
+  kernel(m, n, k, a.data_ptr<float>(), by_rows ? a.stride(0) : 1, by_rows ? 1 : a.stride(1),
+         b.data_ptr<float>(), b.stride(0), b.stride(1),
+         bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), n);
   return c;
 }
 
