@@ -353,14 +353,27 @@ mod tests {
         Vec::<f32>::try_from(t.contiguous().view([-1])).expect("float32")
     }
 
+    /// How many of two equally long lists' floats differ in any bit.
+    fn differing_bits(a: &[f32], b: &[f32]) -> usize {
+        a.iter()
+            .zip(b)
+            .filter(|(p, q)| p.to_bits() != q.to_bits())
+            .count()
+    }
+
+    /// The kernel widths this CPU can run: AVX2 always, AVX-512 where it has it. Leaves the
+    /// process at the widest.
+    fn widths() -> Vec<&'static str> {
+        match isa(Some("widest")) {
+            "avx512" => vec!["avx2", "avx512"],
+            _ => vec!["avx2"],
+        }
+    }
+
     fn same_bits(ours: &Tensor, chain: &[f32], what: &str) {
         let ours = floats(ours);
         assert_eq!(ours.len(), chain.len(), "{what}: length");
-        let bad = ours
-            .iter()
-            .zip(chain)
-            .filter(|(a, b)| a.to_bits() != b.to_bits())
-            .count();
+        let bad = differing_bits(&ours, chain);
         assert_eq!(
             bad,
             0,
@@ -381,11 +394,8 @@ mod tests {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
         tch::manual_seed(5);
         let opts = (Kind::Float, tch::Device::Cpu);
-        let widest = isa(Some("widest"));
-        let mut kernels = vec!["avx2"];
-        if widest == "avx512" {
-            kernels.push("avx512");
-        }
+        let kernels = widths();
+        let widest = *kernels.last().expect("AVX2 at least");
         for (rows, inp, out) in [
             (1088, 64, 192),
             (1088, 64, 12),
@@ -429,7 +439,7 @@ mod tests {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
         tch::manual_seed(6);
         let opts = (Kind::Float, tch::Device::Cpu);
-        let widest = isa(Some("widest"));
+        let widest = *widths().last().expect("AVX2 at least");
         let special = Tensor::from_slice(&[
             0.0f32,
             -0.0,
@@ -460,20 +470,14 @@ mod tests {
                 (floats(&y), floats(&dy))
             };
             let (narrow, wide) = (run("avx2"), run("widest"));
-            let differ = |a: &[f32], b: &[f32]| {
-                a.iter()
-                    .zip(b)
-                    .filter(|(p, q)| p.to_bits() != q.to_bits())
-                    .count()
-            };
             assert_eq!(
-                differ(&narrow.0, &wide.0),
+                differing_bits(&narrow.0, &wide.0),
                 0,
                 "outputs of {} values",
                 x.numel()
             );
             assert_eq!(
-                differ(&narrow.1, &wide.1),
+                differing_bits(&narrow.1, &wide.1),
                 0,
                 "derivatives of {} values",
                 x.numel()
