@@ -1,6 +1,6 @@
 //! `revtx-book bench`: the engine against the PyTorch peer, side by side in one run, since
 //! these machines are shared and noisy. Rounds alternate the contestants (engine under the
-//! book's portable profile, the same with its AVX2 matrix-product kernel, engine unpinned,
+//! book's portable profile, the same held to its AVX2 kernels, engine unpinned,
 //! peer unpinned, peer under the same pins), so drift in the machine's speed hits all of
 //! them; medians and per-round ratios are printed.
 //!
@@ -140,7 +140,7 @@ fn sgemm_peak(args: &BenchArgs, avx2: bool) -> Result<f64, String> {
 #[derive(Default)]
 struct Samples {
     portable: Vec<f64>,
-    /// The portable engine held to its AVX2 kernel: the same bits, eight lanes.
+    /// The portable engine held to its AVX2 kernels: the same bits, eight lanes.
     portable_avx2: Vec<f64>,
     native: Vec<f64>,
     peer: Vec<f64>,
@@ -194,7 +194,7 @@ fn one_round(args: &BenchArgs, peer_ok: bool, round: usize, s: &mut Samples) -> 
         if p == Profile::Portable {
             let v = engine(args, p, &["--isa", "avx2"], &[])?;
             let sps = v["steps_per_second"].as_f64().unwrap_or(f64::NAN);
-            let _ = write!(line, "; engine {} (AVX2 kernel) {sps:.1} steps/s", p.id());
+            let _ = write!(line, "; engine {} (AVX2 kernels) {sps:.1} steps/s", p.id());
             s.portable_avx2.push(sps);
         }
         let v = engine(args, p, &[], &[])?;
@@ -245,7 +245,7 @@ fn report(args: &BenchArgs, s: &Samples) {
         );
     };
     row("engine, portable profile", portable);
-    row("  the same, AVX2 kernel", median(s.portable_avx2.clone()));
+    row("  the same, AVX2 kernels", median(s.portable_avx2.clone()));
     row("engine, unpinned", native);
     if !s.peer.is_empty() {
         let (peer, pinned) = (median(s.peer.clone()), median(s.peer_pinned.clone()));
@@ -257,7 +257,7 @@ fn report(args: &BenchArgs, s: &Samples) {
             ratio(&s.portable, &s.peer)
         );
         println!(
-            "  the same, AVX2 kernel            {:.2}x",
+            "  the same, AVX2 kernels           {:.2}x",
             ratio(&s.portable_avx2, &s.peer)
         );
         println!(
