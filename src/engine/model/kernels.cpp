@@ -230,22 +230,52 @@ inline __attribute__((target("avx2"))) float dot(const float* a, const float* b,
   return s;
 }
 
-// dot(a, b_m, n) for the four vectors b_m = b + m * bs, m < 4, into out[m]: four
-// independent chains side by side, each the very operations of `dot`, so the same bits.
-inline __attribute__((target("avx2"))) void dot4(const float* a, const float* b, int64_t bs,
+// dot(a, b_m, n) for the eight vectors b_m = b + m * bs, m < 8, into out[m]: eight chains
+// side by side, each the very operations of `dot`, so the same bits. Their eight trees run
+// together, two chains to a register, lane for lane the adds of `hsum8`: lanes l + (l + 4),
+// then (0 + 2) and (1 + 3), then those two.
+inline __attribute__((target("avx2"))) void dot8(const float* a, const float* b, int64_t bs,
                                                 int64_t n, float* out) {
-  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                   _mm256_setzero_ps()};
+  __m256 acc[8];
+  for (int m = 0; m < 8; m++) acc[m] = _mm256_setzero_ps();
   int64_t p = 0;
   for (; p + 8 <= n; p += 8) {
     const __m256 av = _mm256_loadu_ps(a + p);
-    for (int m = 0; m < 4; m++)
+    for (int m = 0; m < 8; m++)
       acc[m] = _mm256_add_ps(acc[m], _mm256_mul_ps(av, _mm256_loadu_ps(b + m * bs + p)));
   }
-  for (int m = 0; m < 4; m++) {
-    float s = hsum8(acc[m]);
-    for (int64_t q = p; q < n; q++) s = s + a[q] * b[m * bs + q];
-    out[m] = s;
+  __m256 s4[4];  // s4[m]: hsum8's s4 of chain m in the low half, of chain m + 4 in the high
+  for (int m = 0; m < 4; m++)
+    s4[m] = _mm256_add_ps(_mm256_permute2f128_ps(acc[m], acc[m + 4], 0x20),
+                          _mm256_permute2f128_ps(acc[m], acc[m + 4], 0x31));
+  // s2[0]: the s2 of chains 0, 1 (low half) and 4, 5 (high); s2[1]: of 2, 3 and 6, 7.
+  __m256 s2[2];
+  for (int m = 0; m < 2; m++)
+    s2[m] = _mm256_add_ps(_mm256_shuffle_ps(s4[2 * m], s4[2 * m + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                          _mm256_shuffle_ps(s4[2 * m], s4[2 * m + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  _mm256_storeu_ps(out, _mm256_hadd_ps(s2[0], s2[1]));  // chains 0..7 in order
+  if (p < n)
+    for (int m = 0; m < 8; m++) {
+      float s = out[m];
+      for (int64_t q = p; q < n; q++) s = s + a[q] * b[m * bs + q];
+      out[m] = s;
+    }
+}
+
+// out[j] = dot(a, b + j * bs, dk) for j < n, where b holds t >= n rows: eight at a time,
+// the last eight shifted back to end within the t rows (the keys computed twice get the
+// same bits twice). Under eight rows, one at a time.
+inline __attribute__((target("avx2"))) void dots(const float* a, const float* b, int64_t bs,
+                                                int64_t dk, int64_t n, int64_t t, float* out) {
+  if (t < 8) {
+    for (int64_t j = 0; j < n; j++) out[j] = dot(a, b + j * bs, dk);
+    return;
+  }
+  float eight[8];
+  for (int64_t j = 0; j < n; j += 8) {
+    const int64_t j0 = std::min(j, t - 8);
+    dot8(a, b + j0 * bs, bs, dk, eight);
+    std::memcpy(out + j, eight + (j - j0), (std::min(n, j + 8) - j) * sizeof(float));
   }
 }
 
@@ -294,6 +324,66 @@ inline __attribute__((target("avx2"))) void weighted_rows(float* out, const floa
     float a = 0.0f;
     for (int64_t r = r0; r < r1; r++) a = a + coef[r * cs] * rows[r * rs + c];
     out[c] = a;
+  }
+}
+
+// acc[u] += w * row[8u .. 8u + 8) for u < 4: one row's step of a 32-column pass.
+inline __attribute__((target("avx2"), always_inline)) void add_row32(__m256* acc, float w,
+                                                                     const float* row) {
+  const __m256 wv = _mm256_set1_ps(w);
+  for (int u = 0; u < 4; u++)
+    acc[u] = _mm256_add_ps(acc[u], _mm256_mul_ps(wv, _mm256_loadu_ps(row + 8 * u)));
+}
+
+// weighted_rows for two outputs that share their rows: out_a over rows [a0, a1) with
+// coefficients coef_a, out_b over [b0, b1) with coef_b. Each output gets the adds that
+// weighted_rows gives it, in the same order; on the rows both read, one load serves both.
+// For widths of whole 32-column passes whose ranges overlap; others go one at a time.
+inline __attribute__((target("avx2"))) void weighted_rows2(
+    float* out_a, const float* coef_a, int64_t a0, int64_t a1, float* out_b,
+    const float* coef_b, int64_t b0, int64_t b1, int64_t cs, const float* rows, int64_t rs,
+    int64_t n) {
+  const int64_t lo = std::max(a0, b0), hi = std::min(a1, b1);
+  if (n % 32 != 0 || lo >= hi) {
+    weighted_rows(out_a, coef_a, cs, rows, rs, a0, a1, n);
+    weighted_rows(out_b, coef_b, cs, rows, rs, b0, b1, n);
+    return;
+  }
+  for (int64_t c = 0; c < n; c += 32) {
+    __m256 a[4], b[4];
+    for (int u = 0; u < 4; u++) a[u] = b[u] = _mm256_setzero_ps();
+    const float* col = rows + c;
+    for (int64_t r = a0; r < lo; r++) add_row32(a, coef_a[r * cs], col + r * rs);
+    for (int64_t r = b0; r < lo; r++) add_row32(b, coef_b[r * cs], col + r * rs);
+    for (int64_t r = lo; r < hi; r++) {
+      add_row32(a, coef_a[r * cs], col + r * rs);
+      add_row32(b, coef_b[r * cs], col + r * rs);
+    }
+    for (int64_t r = hi; r < a1; r++) add_row32(a, coef_a[r * cs], col + r * rs);
+    for (int64_t r = hi; r < b1; r++) add_row32(b, coef_b[r * cs], col + r * rs);
+    for (int u = 0; u < 4; u++) {
+      _mm256_storeu_ps(out_a + c + 8 * u, a[u]);
+      _mm256_storeu_ps(out_b + c + 8 * u, b[u]);
+    }
+  }
+}
+
+// weighted_rows for t outputs, out + u * os with coefficients coef + u * us (each strided
+// by cs) over the rows range(u) = [first, last), two at a time.
+template <class Range>
+inline void weighted_rows_each(int64_t t, float* out, int64_t os, const float* coef, int64_t us,
+                               int64_t cs, const float* rows, int64_t rs, int64_t n,
+                               Range range) {
+  int64_t u = 0;
+  for (; u + 2 <= t; u += 2) {
+    const auto [a0, a1] = range(u);
+    const auto [b0, b1] = range(u + 1);
+    weighted_rows2(out + u * os, coef + u * us, a0, a1, out + (u + 1) * os, coef + (u + 1) * us,
+                   b0, b1, cs, rows, rs, n);
+  }
+  if (u < t) {
+    const auto [a0, a1] = range(u);
+    weighted_rows(out + u * os, coef + u * us, cs, rows, rs, a0, a1, n);
   }
 }
 
@@ -382,6 +472,13 @@ __attribute__((target("avx2"))) void softmax_strided(float* x, int64_t n, int64_
 inline int64_t keys_seen(const AttnOpts& o, int64_t i, int64_t t) { return o.causal ? i + 1 : t; }
 // Rows of queries that see key j: [j, t) under the mask, all t otherwise.
 inline int64_t first_query(const AttnOpts& o, int64_t j) { return o.causal ? j : 0; }
+// The same as ranges of rows, [first, last), for weighted_rows_each.
+inline auto key_rows(const AttnOpts& o, int64_t t) {
+  return [o, t](int64_t i) { return std::pair<int64_t, int64_t>{0, keys_seen(o, i, t)}; };
+}
+inline auto query_rows(const AttnOpts& o, int64_t t) {
+  return [o, t](int64_t j) { return std::pair<int64_t, int64_t>{first_query(o, j), t}; };
+}
 
 // y (b, t, d) and w (b, h, t, t) from qkv (b, t, 3d).
 void attention_forward(const float* qkv, float* y, float* w, int64_t b, int64_t t, int64_t d,
@@ -398,12 +495,10 @@ void attention_forward(const float* qkv, float* y, float* w, int64_t b, int64_t 
       for (int64_t i = 0; i < t; i++) {
         const int64_t n = keys_seen(o, i, t);
         float* row = wz + i * t;
-        int64_t j = 0;
-        for (; j + 4 <= n; j += 4) dot4(q + i * rs, k + j * rs, rs, dk, row + j);
-        for (; j < n; j++) row[j] = dot(q + i * rs, k + j * rs, dk);
+        dots(q + i * rs, k, rs, dk, n, t, row);
         if (o.scale)
-          for (j = 0; j < n; j++) row[j] = row[j] / root;
-        for (j = n; j < t; j++) row[j] = 0.0f;  // masked: weight exactly zero
+          for (int64_t j = 0; j < n; j++) row[j] = row[j] / root;
+        for (int64_t j = n; j < t; j++) row[j] = 0.0f;  // masked: weight exactly zero
         if (!o.over_queries) softmax_row(row, n, pad.data());
       }
       if (o.over_queries)
@@ -411,9 +506,7 @@ void attention_forward(const float* qkv, float* y, float* w, int64_t b, int64_t 
           const int64_t i0 = first_query(o, j);
           softmax_strided(wz + i0 * t + j, t - i0, t);
         }
-      for (int64_t i = 0; i < t; i++)
-        weighted_rows(y + (z * t + i) * d + hh * dk, wz + i * t, 1, v, rs, 0, keys_seen(o, i, t),
-                      dk);
+      weighted_rows_each(t, y + z * t * d + hh * dk, d, wz, t, 1, v, rs, dk, key_rows(o, t));
     }
   }
 }
@@ -436,15 +529,12 @@ void attention_backward(const float* qkv, const float* w, const float* dy, float
       float* dkey = dq + d;
       float* dv = dq + 2 * d;
       // dv_j = sum_i w_ij dy_i over the queries that see key j.
-      for (int64_t j = 0; j < t; j++)
-        weighted_rows(dv + j * rs, wz + j, t, g, d, first_query(o, j), t, dk);
+      weighted_rows_each(t, dv, rs, wz, 1, t, g, d, dk, query_rows(o, t));
       // dw_ij = dy_i . v_j; masked entries stay zero.
       for (int64_t i = 0; i < t; i++) {
         const int64_t n = keys_seen(o, i, t);
-        int64_t j = 0;
-        for (; j + 4 <= n; j += 4) dot4(g + i * d, v + j * rs, rs, dk, ds.data() + i * t + j);
-        for (; j < n; j++) ds[i * t + j] = dot(g + i * d, v + j * rs, dk);
-        for (j = n; j < t; j++) ds[i * t + j] = 0.0f;
+        dots(g + i * d, v, rs, dk, n, t, ds.data() + i * t);
+        for (int64_t j = n; j < t; j++) ds[i * t + j] = 0.0f;
       }
       // Through the softmax: ds_ij = w_ij (dw_ij - sum over its softmax group of w dw).
       if (!o.over_queries) {
@@ -468,10 +558,8 @@ void attention_backward(const float* qkv, const float* w, const float* dy, float
         for (int64_t i = 0; i < t; i++)
           for (int64_t j = 0; j < keys_seen(o, i, t); j++) ds[i * t + j] = ds[i * t + j] / root;
       // dq_i = sum_j ds_ij k_j; dk_j = sum_i ds_ij q_i.
-      for (int64_t i = 0; i < t; i++)
-        weighted_rows(dq + i * rs, ds.data() + i * t, 1, k, rs, 0, keys_seen(o, i, t), dk);
-      for (int64_t j = 0; j < t; j++)
-        weighted_rows(dkey + j * rs, ds.data() + j, t, q, rs, first_query(o, j), t, dk);
+      weighted_rows_each(t, dq, rs, ds.data(), t, 1, k, rs, dk, key_rows(o, t));
+      weighted_rows_each(t, dkey, rs, ds.data(), 1, t, q, rs, dk, query_rows(o, t));
     }
   }
 }
