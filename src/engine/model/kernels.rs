@@ -443,6 +443,12 @@ mod tests {
     /// The fused attention's order of operations, written out one float at a time (see
     /// `kernels.cpp`): the kernel must give these bits, whatever it does to go faster.
     mod attention_order {
+        /// Eight lanes' sum: ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)).
+        fn tree(lane: &[f32; 8]) -> f32 {
+            ((lane[0] + lane[4]) + (lane[2] + lane[6]))
+                + ((lane[1] + lane[5]) + (lane[3] + lane[7]))
+        }
+
         /// `a · b`: lane l sums coordinates l, l + 8, ... in order, the eight lanes meet in
         /// the tree ((0 + 4) + (2 + 6)) + ((1 + 5) + (3 + 7)), then the tail one by one.
         pub fn dot(a: &[f32], b: &[f32]) -> f32 {
@@ -451,8 +457,7 @@ mod tests {
             for p in 0..whole {
                 lane[p % 8] += a[p] * b[p];
             }
-            let s4: Vec<f32> = (0..4).map(|l| lane[l] + lane[l + 4]).collect();
-            let mut s = (s4[0] + s4[2]) + (s4[1] + s4[3]);
+            let mut s = tree(&lane);
             for p in whole..a.len() {
                 s += a[p] * b[p];
             }
@@ -491,8 +496,7 @@ mod tests {
                 *v = exp(*v - m);
                 lane[p % 8] += *v;
             }
-            let s4: Vec<f32> = (0..4).map(|l| lane[l] + lane[l + 4]).collect();
-            let sum = (s4[0] + s4[2]) + (s4[1] + s4[3]);
+            let sum = tree(&lane);
             for v in x.iter_mut() {
                 *v /= sum;
             }
