@@ -10,9 +10,11 @@
 #include <vector>
 
 extern "C" void revtx_gemm_avx2(int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                                const float*, int64_t, int64_t, const float*, float*, int64_t);
+                                const float*, int64_t, int64_t, const float*, const float*,
+                                float*, int64_t);
 extern "C" void revtx_gemm_avx512(int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                                  const float*, int64_t, int64_t, const float*, float*, int64_t);
+                                  const float*, int64_t, int64_t, const float*, const float*,
+                                  float*, int64_t);
 using Kernel = decltype(&revtx_gemm_avx2);
 
 int main() {
@@ -42,13 +44,16 @@ int main() {
       for (int round = 0; round < 5; round++) {
         auto t0 = std::chrono::steady_clock::now();
         for (int r = 0; r < reps; r++)
-          f(s.rows, s.out, s.in, x.data(), s.in, 1, w.data(), 1, s.in, b.data(), y.data(), s.out);
+          f(s.rows, s.out, s.in, x.data(), s.in, 1, w.data(), 1, s.in, b.data(), nullptr, y.data(),
+            s.out);
         auto t1 = std::chrono::steady_clock::now();
         for (int r = 0; r < reps; r++)
-          f(s.rows, s.in, s.out, g.data(), s.out, 1, w.data(), s.in, 1, nullptr, gx.data(), s.in);
+          f(s.rows, s.in, s.out, g.data(), s.out, 1, w.data(), s.in, 1, nullptr, nullptr, gx.data(),
+            s.in);
         auto t2 = std::chrono::steady_clock::now();
         for (int r = 0; r < reps; r++)
-          f(s.out, s.in, s.rows, g.data(), 1, s.out, x.data(), s.in, 1, nullptr, gw.data(), s.in);
+          f(s.out, s.in, s.rows, g.data(), 1, s.out, x.data(), s.in, 1, nullptr, nullptr, gw.data(),
+            s.in);
         auto t3 = std::chrono::steady_clock::now();
         const auto secs = [&](auto a, auto z) {
           return std::chrono::duration<double>(z - a).count() / reps;

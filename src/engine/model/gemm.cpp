@@ -1,6 +1,7 @@
-// The engine's matrix product, c = bias + a @ b, for the linear layers under the portable
-// profile. build.rs compiles this file twice: with AVX2 and FMA (8 lanes), and with
-// AVX-512 (16 lanes); `kernels.cpp` picks the widest the CPU has.
+// The engine's matrix product, c = (bias + a @ b) * times, for the linear layers under the
+// portable profile (times: an optional matrix the shape of c, multiplied elementwise).
+// build.rs compiles this file twice: with AVX2 and FMA (8 lanes), and with AVX-512 (16
+// lanes); `kernels.cpp` picks the widest the CPU has.
 //
 // Both compute the same bits. Every output starts at its bias (or zero) and adds its k
 // products in increasing k, each with one fused multiply-add, so it is rounded once per
@@ -8,6 +9,10 @@
 // output column and lanes never mix, so the width of a register changes how many outputs
 // are computed at once, never how one is computed. The unit tests in `kernels.rs` hold
 // both kernels to the same chain in scalar code (`f32::mul_add`), bit for bit.
+//
+// `times` is GELU's derivative in the MLP's backward: each output is multiplied once its
+// sum is complete, one rounding, so the bits are those of a separate elementwise product,
+// without a second pass over the matrix.
 //
 // Layout: the sums run in blocks of KC products. In each block, b is packed into panels of
 // NR columns (kc rows of NR, zero-padded past n), all of them in one pass over b's rows,
@@ -32,6 +37,7 @@ constexpr int MR = 8;  // rows per tile: 8 x 2 accumulators, 2 loads of b, 1 bro
 inline V vload(const float* p) { return _mm512_loadu_ps(p); }
 inline V vset1(float x) { return _mm512_set1_ps(x); }
 inline V vfma(V a, V b, V c) { return _mm512_fmadd_ps(a, b, c); }
+inline V vmul(V a, V b) { return _mm512_mul_ps(a, b); }
 inline void vstore(float* p, V v) { _mm512_storeu_ps(p, v); }
 #elif defined(REVTX_GEMM_AVX2)
 using V = __m256;
@@ -40,6 +46,7 @@ constexpr int MR = 6;  // 6 x 2 accumulators, 2 loads of b, 1 broadcast: 15 of 1
 inline V vload(const float* p) { return _mm256_loadu_ps(p); }
 inline V vset1(float x) { return _mm256_set1_ps(x); }
 inline V vfma(V a, V b, V c) { return _mm256_fmadd_ps(a, b, c); }
+inline V vmul(V a, V b) { return _mm256_mul_ps(a, b); }
 inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
 #else
 #error "define REVTX_GEMM_AVX2 or REVTX_GEMM_AVX512"
@@ -51,10 +58,11 @@ constexpr int64_t KC = 256;  // products per block: a panel of b (kc x NR) then 
 // One tile, c[i][j] for i < MR, j < NR: from start values (init, NR of them, or c itself
 // when `more`: a later block of the same sums), add the products of a tile of a (element
 // (i, p) at a[i * ld + p] when `RowsOfA`, else at a[p * ld + i]) and a packed panel bp
-// (kc rows of NR), p in increasing order.
+// (kc rows of NR), p in increasing order. With `times` (row stride ldc, as c), the last
+// block multiplies each sum by its factor before the store.
 template <bool RowsOfA>
 inline void tile(int64_t kc, const float* a, int64_t ld, const float* bp, const float* init,
-                 bool more, float* c, int64_t ldc) {
+                 bool more, const float* times, float* c, int64_t ldc) {
   V c0[MR], c1[MR];
 #pragma GCC unroll 16
   for (int i = 0; i < MR; i++) {
@@ -68,6 +76,13 @@ inline void tile(int64_t kc, const float* a, int64_t ld, const float* bp, const 
       const V ai = vset1(RowsOfA ? a[i * ld + p] : a[p * ld + i]);
       c0[i] = vfma(ai, b0, c0[i]);
       c1[i] = vfma(ai, b1, c1[i]);
+    }
+  }
+  if (times != nullptr) {
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; i++) {
+      c0[i] = vmul(c0[i], vload(times + i * ldc));
+      c1[i] = vmul(c1[i], vload(times + i * ldc + W));
     }
   }
 #pragma GCC unroll 16
@@ -116,9 +131,12 @@ void pack_block(const float* b, int64_t rs, int64_t cs, int64_t kc, int64_t n, f
 // changes no bit. Within a block, b is packed once, then one panel at a time (it stays in
 // L1) meets every tile of a. a is read in place when its rows are contiguous; otherwise the
 // block's columns of a are packed once, tile by tile (kc rows of MR), for all the panels.
+// The last block multiplies by `times`: in registers for whole tiles, on the way out of
+// the edge tile for the others.
 template <bool RowsOfA>
 void product(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld, const float* b,
-             int64_t b_rs, int64_t b_cs, const float* bias, float* c, int64_t ldc) {
+             int64_t b_rs, int64_t b_cs, const float* bias, const float* times, float* c,
+             int64_t ldc) {
   thread_local std::vector<float> panel, apack;
   const int64_t tiles = (m + MR - 1) / MR;
   alignas(64) float init[NR];
@@ -126,6 +144,7 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld, const 
   for (int64_t k0 = 0; k0 == 0 || k0 < k; k0 += KC) {
     const int64_t kc = std::min<int64_t>(KC, k - k0);
     const bool more = k0 > 0;
+    const float* last_times = k0 + kc >= k ? times : nullptr;  // null until the last block
     // Packed tiles of a: all of them, or only the last, partial one when a is read in place.
     const int64_t first_packed = RowsOfA ? (m / MR) : 0;
     apack.resize((tiles - first_packed) * kc * MR);
@@ -151,18 +170,24 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld, const 
       for (int64_t t = 0; t < tiles; t++) {
         const int64_t i0 = t * MR, rows = std::min<int64_t>(MR, m - i0);
         float* ct = c + i0 * ldc + j0;
+        const float* tt = last_times != nullptr ? last_times + i0 * ldc + j0 : nullptr;
         const bool whole = rows == MR && cols == NR;
         float* out = whole ? ct : edge;
         const int64_t ldo = whole ? ldc : NR;
         if (!whole && more)  // the sums so far, into the edge tile
           for (int64_t i = 0; i < rows; i++)
             std::memcpy(edge + i * NR, ct + i * ldc, cols * sizeof(float));
+        const float* tile_times = whole ? tt : nullptr;
         if (t < first_packed)
-          tile<true>(kc, a + i0 * ld + k0, ld, bp, init, more, out, ldo);
+          tile<true>(kc, a + i0 * ld + k0, ld, bp, init, more, tile_times, out, ldo);
         else
           tile<false>(kc, apack.data() + (t - first_packed) * kc * MR, MR, bp, init, more,
-                      out, ldo);
-        if (!whole)
+                      tile_times, out, ldo);
+        if (!whole && tt != nullptr)
+          for (int64_t i = 0; i < rows; i++)
+            for (int64_t j = 0; j < cols; j++)
+              ct[i * ldc + j] = edge[i * NR + j] * tt[i * ldc + j];
+        else if (!whole)
           for (int64_t i = 0; i < rows; i++)
             std::memcpy(ct + i * ldc, edge + i * NR, cols * sizeof(float));
       }
@@ -172,14 +197,15 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld, const 
 
 }  // namespace
 
-// c (m, n), row stride ldc, = bias (n, or null for zero) + a (m, k) @ b (k, n). Element
-// (i, p) of a is a[i * a_rs + p * a_cs], with a_cs == 1 or a_rs == 1; element (p, j) of b is
+// c (m, n), row stride ldc, = (bias (n, or null for zero) + a (m, k) @ b (k, n)) * times
+// (m, n, row stride ldc, or null for none), elementwise. Element (i, p) of a is
+// a[i * a_rs + p * a_cs], with a_cs == 1 or a_rs == 1; element (p, j) of b is
 // b[p * b_rs + j * b_cs], any strides.
 extern "C" void REVTX_GEMM_NAME(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs,
                                 int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs,
-                                const float* bias, float* c, int64_t ldc) {
+                                const float* bias, const float* times, float* c, int64_t ldc) {
   if (a_cs == 1)
-    product<true>(m, n, k, a, a_rs, b, b_rs, b_cs, bias, c, ldc);
+    product<true>(m, n, k, a, a_rs, b, b_rs, b_cs, bias, times, c, ldc);
   else
-    product<false>(m, n, k, a, a_cs, b, b_rs, b_cs, bias, c, ldc);
+    product<false>(m, n, k, a, a_cs, b, b_rs, b_cs, bias, times, c, ldc);
 }

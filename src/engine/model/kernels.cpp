@@ -30,11 +30,11 @@
 // The matrix product of gemm.cpp, compiled once per instruction set (see build.rs).
 extern "C" {
 void revtx_gemm_avx2(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs, int64_t a_cs,
-                     const float* b, int64_t b_rs, int64_t b_cs, const float* bias, float* c,
-                     int64_t ldc);
+                     const float* b, int64_t b_rs, int64_t b_cs, const float* bias,
+                     const float* times, float* c, int64_t ldc);
 void revtx_gemm_avx512(int64_t m, int64_t n, int64_t k, const float* a, int64_t a_rs,
                        int64_t a_cs, const float* b, int64_t b_rs, int64_t b_cs,
-                       const float* bias, float* c, int64_t ldc);
+                       const float* bias, const float* times, float* c, int64_t ldc);
 }
 
 namespace {
@@ -54,10 +54,11 @@ std::atomic<bool>& wide_kernels() {
   return wide;
 }
 
-// bias + a @ b: a (m, k), b (k, n), bias (n) or none → (m, n), contiguous. The kernel takes
-// a with contiguous rows or contiguous columns (anything else is copied first), b with any
-// strides.
-Tensor gemm(const Tensor& a_in, const Tensor& b, const std::optional<Tensor>& bias_in = {}) {
+// (bias + a @ b) * times: a (m, k), b (k, n), bias (n) or none, times (m, n) contiguous or
+// none → (m, n), contiguous. The kernel takes a with contiguous rows or contiguous columns
+// (anything else is copied first), b with any strides.
+Tensor gemm(const Tensor& a_in, const Tensor& b, const std::optional<Tensor>& bias_in = {},
+            const std::optional<Tensor>& times = {}) {
   TORCH_CHECK(a_in.dim() == 2 && b.dim() == 2 && a_in.size(1) == b.size(0) &&
                   a_in.scalar_type() == at::kFloat && b.scalar_type() == at::kFloat,
               "gemm: want float32 matrices (m, k) and (k, n), got ", a_in.sizes(), " and ",
@@ -70,6 +71,10 @@ Tensor gemm(const Tensor& a_in, const Tensor& b, const std::optional<Tensor>& bi
     TORCH_CHECK(bias.numel() == n && bias.scalar_type() == at::kFloat, "gemm: want ", n,
                 " float32 biases, got ", bias.sizes());
   }
+  if (times)
+    TORCH_CHECK(times->is_contiguous() && times->scalar_type() == at::kFloat &&
+                    times->dim() == 2 && times->size(0) == m && times->size(1) == n,
+                "gemm: want contiguous float32 factors (", m, ", ", n, "), got ", times->sizes());
   Tensor c = at::empty({m, n}, a.options());
   // Along a length-one axis a stride means nothing: read such an a by rows.
   const bool by_rows = a.stride(1) == 1 || k == 1;
@@ -77,7 +82,8 @@ Tensor gemm(const Tensor& a_in, const Tensor& b, const std::optional<Tensor>& bi
                                                                      : revtx_gemm_avx2;
   kernel(m, n, k, a.data_ptr<float>(), by_rows ? a.stride(0) : 1, by_rows ? 1 : a.stride(1),
          b.data_ptr<float>(), b.stride(0), b.stride(1),
-         bias.defined() ? bias.data_ptr<float>() : nullptr, c.data_ptr<float>(), n);
+         bias.defined() ? bias.data_ptr<float>() : nullptr,
+         times ? times->data_ptr<float>() : nullptr, c.data_ptr<float>(), n);
   return c;
 }
 
@@ -736,6 +742,37 @@ struct Gelu : public torch::autograd::Function<Gelu> {
   }
 };
 
+// ---- The MLP -------------------------------------------------------------------------
+// down(GELU(up(x))) as one autograd node, the operations of Linear, Gelu and Linear in
+// turn. What it saves: the GELU writes over the up product in place, and in the backward
+// the product with GELU's derivative happens as the gradient's matrix product stores each
+// output (gemm's `times`), rather than in a pass of its own. One rounding either way, so
+// the same bits as the three nodes.
+struct Mlp : public torch::autograd::Function<Mlp> {
+  static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& w1, const Tensor& b1,
+                        const Tensor& w2, const Tensor& b2) {
+    TORCH_CHECK(x.scalar_type() == at::kFloat, "mlp: float32 only");
+    const Tensor x2 = x.reshape({-1, x.size(-1)});  // (rows, in)
+    Tensor h = gemm(x2, w1.t(), b1);                 // (rows, hidden)
+    Tensor dh = at::empty_like(h);                   // GELU'(up), for the backward
+    gelu_forward(h.data_ptr<float>(), h.data_ptr<float>(), dh.data_ptr<float>(), h.numel());
+    ctx->save_for_backward({x2, w1, w2, h, dh});  // h now holds GELU(up)
+    auto shape = x.sizes().vec();
+    shape.back() = w2.size(0);
+    return gemm(h, w2.t(), b2).view(shape);  // (..., out)
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto saved = ctx->get_saved_variables();
+    const Tensor &x2 = saved[0], &w1 = saved[1], &w2 = saved[2], &h = saved[3], &dh = saved[4];
+    Tensor g = grads[0].reshape({-1, grads[0].size(-1)}).contiguous();  // (rows, out)
+    Tensor gh = gemm(g, w2, {}, dh);  // (g @ w2) * GELU'(up): (rows, hidden)
+    auto shape = grads[0].sizes().vec();
+    shape.back() = w1.size(1);
+    return {gemm(gh, w1).view(shape), gemm(gh.t(), x2), gh.sum(0), gemm(g.t(), h), g.sum(0)};
+  }
+};
+
 // ---- Layer norm ----------------------------------------------------------------------
 // Over the last axis of n: y = (x - mean) / sqrt(var + eps) * gamma + beta, var biased.
 // Mean and variance in two passes, each summed as `dot` sums: lane l takes coordinates l,
@@ -893,6 +930,11 @@ int revtx_attention(const at::Tensor* qkv, int64_t heads, bool scale, bool causa
 
 at::Tensor* revtx_gelu(const at::Tensor* x) {
   return guarded([&] { return Gelu::apply(*x); });
+}
+
+at::Tensor* revtx_mlp(const at::Tensor* x, const at::Tensor* w1, const at::Tensor* b1,
+                      const at::Tensor* w2, const at::Tensor* b2) {
+  return guarded([&] { return Mlp::apply(*x, *w1, *b1, *w2, *b2); });
 }
 
 at::Tensor* revtx_layer_norm(const at::Tensor* x, const at::Tensor* gamma, const at::Tensor* beta,

@@ -13,6 +13,13 @@ extern "C" {
     fn revtx_linear(x: *const c_void, w: *const c_void, b: *const c_void) -> *mut c_void;
     fn revtx_matmul(a: *const c_void, b: *const c_void) -> *mut c_void;
     fn revtx_gelu(x: *const c_void) -> *mut c_void;
+    fn revtx_mlp(
+        x: *const c_void,
+        w1: *const c_void,
+        b1: *const c_void,
+        w2: *const c_void,
+        b2: *const c_void,
+    ) -> *mut c_void;
     fn revtx_layer_norm(
         x: *const c_void,
         w: *const c_void,
@@ -76,6 +83,17 @@ pub fn gelu(x: &Tensor) -> Tensor {
     }
     // SAFETY: as above.
     wrap(unsafe { revtx_gelu(x.as_ptr().cast()) }, "gelu")
+}
+
+/// `linear(gelu(linear(x, w1, b1)), w2, b2)` as one node: x `(..., in)`, w1 `(hidden, in)`,
+/// w2 `(out, hidden)` → `(..., out)`. The same bits as the three calls, with one pass fewer
+/// over the hidden activations each way. Portable profile only.
+pub fn mlp(x: &Tensor, w1: &Tensor, b1: &Tensor, w2: &Tensor, b2: &Tensor) -> Tensor {
+    assert!(portable(), "the fused MLP runs under the portable profile");
+    let ptr = |t: &Tensor| t.as_ptr().cast::<c_void>();
+    // SAFETY: as above.
+    let p = unsafe { revtx_mlp(ptr(x), ptr(w1), ptr(b1), ptr(w2), ptr(b2)) };
+    wrap(p, "mlp")
 }
 
 /// Layer norm over the last axis: `(x - mean) / sqrt(var + eps) * w + b`, var biased.
@@ -435,6 +453,53 @@ mod tests {
                 same_bits(&v[2], &y_chain, &format!("output, {at}"));
                 same_bits(&v[0], &gx_chain, &format!("input gradient, {at}"));
                 same_bits(&v[1], &gw_chain, &format!("weight gradient, {at}"));
+            }
+        }
+        assert_eq!(isa(Some("widest")), widest);
+    }
+
+    /// The fused MLP gives the bits of its three parts called one by one (linear, GELU,
+    /// linear), output and every gradient, in every kernel width: its GELU in place and its
+    /// product with GELU's derivative inside the matrix product change no bit. Shapes: the
+    /// model's, and ones with partial tiles in both directions and sums over more than one
+    /// block of 256 products (in 300, out 270).
+    #[test]
+    fn fused_mlp_computes_the_bits_of_its_parts() {
+        let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        tch::manual_seed(7);
+        let opts = (Kind::Float, tch::Device::Cpu);
+        let widest = *widths().last().expect("AVX2 at least");
+        for (lead, inp, hidden, out) in [
+            (vec![17, 64], 64, 256, 64),
+            (vec![3, 7], 300, 45, 270),
+            (vec![50], 13, 33, 5),
+        ] {
+            let x = Tensor::randn([&lead[..], &[inp]].concat(), opts);
+            let w1 = Tensor::randn([hidden, inp], opts) * 0.2;
+            let b1 = Tensor::randn([hidden], opts);
+            let w2 = Tensor::randn([out, hidden], opts) * 0.2;
+            let b2 = Tensor::randn([out], opts);
+            let g = Tensor::randn([&lead[..], &[out]].concat(), opts);
+            for k in widths() {
+                assert_eq!(isa(Some(k)), k);
+                let run = |fused: bool| {
+                    let leaves =
+                        [&x, &w1, &b1, &w2, &b2].map(|t| t.detach().set_requires_grad(true));
+                    let [x, w1, b1, w2, b2] = &leaves;
+                    let y = if fused {
+                        mlp(x, w1, b1, w2, b2)
+                    } else {
+                        linear(&gelu(&linear(x, w1, b1)), w2, b2)
+                    };
+                    grads_and_output(&y, &g, &[x, w1, b1, w2, b2])
+                };
+                let (ours, parts) = (run(true), run(false));
+                let names = ["x's gradient", "w1's", "b1's", "w2's", "b2's", "output"];
+                for ((a, b), what) in ours.iter().zip(&parts).zip(names) {
+                    assert_eq!(a.size(), b.size(), "{what}");
+                    let bad = differing_bits(&floats(a), &floats(b));
+                    assert_eq!(bad, 0, "{what}, {k}, {lead:?} x {inp} -> {hidden} -> {out}");
+                }
             }
         }
         assert_eq!(isa(Some("widest")), widest);
