@@ -418,6 +418,9 @@ mod tests {
     /// Shapes: the model's (qkv of a trimmed batch, the head) and ones that leave a partial
     /// tile in each direction for both kernels (tiles of 6 x 16 and 8 x 32), with sums over
     /// more than one block of 256 products (the weight gradients over 1,088 and 300 rows).
+    /// The qkv input gradient (1,088 x 192) and the forward product of 700 x 300 read a
+    /// block of a larger than 512 KiB, so their tiles prefetch the next tile's rows; the
+    /// latter's second block, of 44 products, is smaller and does not.
     #[test]
     fn every_gemm_kernel_computes_the_fused_multiply_add_chain_bit_for_bit() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
@@ -431,6 +434,7 @@ mod tests {
             (300, 45, 33),
             (7, 1, 5),
             (50, 96, 17),
+            (700, 300, 40),
         ] {
             let x = Tensor::randn([rows, inp], opts);
             let w = Tensor::randn([out, inp], opts) * 0.1;
