@@ -344,6 +344,7 @@ pub fn run_jobs(
         return vec![];
     }
     let _ = std::fs::create_dir_all(runs_dir);
+    sweep_stale_requests(runs_dir, STALE_REQUEST);
     jobs.sort_by_key(|j| std::cmp::Reverse(cost(&j.config)));
     let queue = Arc::new(Mutex::new(std::collections::VecDeque::from(jobs)));
     let out: Arc<Mutex<Outcomes>> = Arc::new(Mutex::new(Vec::new()));
@@ -370,6 +371,30 @@ pub fn run_jobs(
     done
 }
 
+/// Each engine's request is written to a directory of its own in the runs directory,
+/// named with this prefix, and removed when the engine ends.
+const REQUEST_PREFIX: &str = ".spec-";
+
+/// Age past which a request directory is a leftover: an engine reads its request as it
+/// starts, so after this long no process needs it, a concurrent build's included.
+const STALE_REQUEST: Duration = Duration::from_mins(10);
+
+/// Removes the request directories that a build killed outright (`SIGKILL`, a lost
+/// machine) left behind; nothing else in the runs directory is touched.
+fn sweep_stale_requests(runs_dir: &Path, older_than: Duration) {
+    let Ok(entries) = std::fs::read_dir(runs_dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let request = e.file_name().to_string_lossy().starts_with(REQUEST_PREFIX);
+        let age = e.metadata().and_then(|m| m.modified()).ok();
+        let age = age.and_then(|t| t.elapsed().ok());
+        if request && age.is_some_and(|a| a > older_than) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// Rough cost of a run, to start the long ones first.
 fn cost(c: &RunConfig) -> u64 {
     let m = &c.model;
@@ -388,7 +413,7 @@ fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Di
         .label(msg)
     };
     let tmp = tempfile::Builder::new()
-        .prefix(".spec-")
+        .prefix(REQUEST_PREFIX)
         .tempdir_in(runs_dir)
         .map_err(|e| fail(format!("temp dir: {e}")))?;
     let spec_path = tmp.path().join("request.json");
@@ -488,4 +513,39 @@ pub fn engine_path() -> PathBuf {
         .ok()
         .and_then(|p| p.parent().map(|d| d.join("revtx-engine")))
         .unwrap_or_else(|| PathBuf::from("revtx-engine"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sets a directory's modification time to `ago` before now.
+    fn age(dir: &Path, ago: Duration) {
+        let f = std::fs::File::open(dir).unwrap();
+        f.set_modified(std::time::SystemTime::now() - ago).unwrap();
+    }
+
+    /// A killed build's request directories go once they are old; a fresh one (a
+    /// concurrent build's engine may be starting) and cache entries of any age stay.
+    #[test]
+    fn stale_request_directories_are_swept_and_nothing_else() {
+        let runs = tempfile::tempdir().unwrap();
+        let (old, fresh, entry) = (".spec-old", ".spec-fresh", "0123456789abcdef01234567");
+        for name in [old, fresh, entry] {
+            std::fs::create_dir(runs.path().join(name)).unwrap();
+            std::fs::write(runs.path().join(name).join("request.json"), "{}").unwrap();
+        }
+        age(&runs.path().join(old), Duration::from_hours(1));
+        age(&runs.path().join(entry), Duration::from_hours(1));
+        sweep_stale_requests(runs.path(), STALE_REQUEST);
+        assert!(!runs.path().join(old).exists(), "a stale request stayed");
+        assert!(
+            runs.path().join(fresh).exists(),
+            "a fresh request was removed"
+        );
+        assert!(
+            runs.path().join(entry).exists(),
+            "a cache entry was removed"
+        );
+    }
 }
