@@ -80,7 +80,8 @@ enum Cmd {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Ctrl-C reaches the engine processes too; this process waits for them and exits
-    // without writing anything half-done.
+    // without writing anything half-done. SIGTERM is handled the same way (the engines,
+    // which it does not reach, are then killed); a second signal exits at once.
     let _ = ctrlc::set_handler(|| {
         if runs::INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
             std::process::exit(130);

@@ -8,7 +8,7 @@
 //!   the server in place, because the run cache keys on the engine's compiled code.
 
 use notify_debouncer_mini::{new_debouncer, notify::RecursiveMode, DebounceEventResult};
-use revtx_book::book::{self, diag, BuildOptions};
+use revtx_book::book::{self, diag, runs, BuildOptions};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -74,21 +74,31 @@ pub fn serve(mut opts: BuildOptions, port: u16) -> ExitCode {
             let _ = debouncer.watcher().watch(&p, RecursiveMode::Recursive);
         }
     }
-    while let Ok(mut paths) = rx.recv() {
-        // Our own writes (book/claims.json, book/numerics.json) must not loop a rebuild.
-        paths.retain(|p| !p.ends_with("claims.json") && !p.ends_with("numerics.json"));
-        if paths.is_empty() {
-            continue;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(mut paths) => {
+                // Our own writes (book/claims.json, book/numerics.json) must not loop a rebuild.
+                paths.retain(|p| !p.ends_with("claims.json") && !p.ends_with("numerics.json"));
+                if paths.iter().any(|p| {
+                    p.strip_prefix(&opts.root)
+                        .is_ok_and(|r| r.starts_with("src"))
+                }) {
+                    restart_after_compile(&opts.root);
+                }
+                if !paths.is_empty() {
+                    rebuild(&opts, &state);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return ExitCode::SUCCESS,
         }
-        if paths.iter().any(|p| {
-            p.strip_prefix(&opts.root)
-                .is_ok_and(|r| r.starts_with("src"))
-        }) {
-            restart_after_compile(&opts.root);
+        // Ctrl-C or SIGTERM: a build in progress has already ended without touching the
+        // site (`runs::INTERRUPTED`), so the server can stop at once.
+        if runs::INTERRUPTED.load(Ordering::SeqCst) {
+            eprintln!("stopped");
+            return ExitCode::from(130);
         }
-        rebuild(&opts, &state);
     }
-    ExitCode::SUCCESS
 }
 
 fn rebuild(opts: &BuildOptions, state: &State) {
