@@ -353,6 +353,10 @@ pub fn run_jobs(
         for _ in 0..workers {
             let (queue, out) = (queue.clone(), out.clone());
             s.spawn(move || loop {
+                // After Ctrl-C only the runs in progress report; the rest never start.
+                if INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
                 let Some(job) = queue.lock().unwrap().pop_front() else {
                     break;
                 };
