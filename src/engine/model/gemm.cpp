@@ -56,10 +56,10 @@ inline void vstore(float* p, V v) { _mm256_storeu_ps(p, v); }
 constexpr int NR = 2 * W;  // columns per tile: two registers
 constexpr int64_t KC = 256;  // products per block: a panel of b (kc x NR) then fits in L1
 // Bytes of a in one block beyond which its rows are prefetched a tile ahead: the whole L2
-// of an AMD Zen 2 or 3 core. Below it prefetching costs about what it saves (over the
-// reference model's products, 0.3% either way); above it, at exercise 1's width, the
-// forward and input-gradient products take 4-21% less time on a Xeon, and all of that
-// model's products 5% (AVX-512) and 8% (AVX2) less (scripts/ab-gemm.sh).
+// of an AMD Zen 2 or 3 core. Below it prefetching costs about what it saves (the reference
+// model's products: 1.004 and 0.988 of the old time); above it, on a Xeon, exercise 1's
+// wide model's products take 3.6% (AVX-512) and 6.4% (AVX2) less time in all, its qkv and
+// up input gradients 8-17% less (scripts/ab-gemm.sh, 1,088 rows).
 constexpr int64_t FAR = 512 << 10;
 
 // One tile, c[i][j] for i < MR, j < NR: from start values (init, NR of them, or c itself
