@@ -140,6 +140,15 @@ void pack_block(const float* b, int64_t rs, int64_t cs, int64_t kc, int64_t n, f
   }
 }
 
+// At least n floats of a scratch buffer whose contents are not kept. It only grows: a
+// vector resized up zeroes the new part, and the products' shapes change from call to
+// call, so resizing to each call's size zeroed memory on most calls (memset, 1.2-1.4% of
+// a reference step in `perf`) that the packing then overwrote.
+float* scratch(std::vector<float>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(n);
+  return v.data();
+}
+
 // The product in blocks of KC along k; a tile's sums carry over in c from one block to
 // the next, exactly as in registers (a float stored is the float loaded), so blocking
 // changes no bit. Within a block, b is packed once, then one panel at a time (it stays in
@@ -162,10 +171,10 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld, const 
     const float* last_times = k0 + kc >= k ? times : nullptr;  // null until the last block
     // Packed tiles of a: all of them, or only the last, partial one when a is read in place.
     const int64_t first_packed = RowsOfA ? (m / MR) : 0;
-    apack.resize((tiles - first_packed) * kc * MR);
+    float* const packed = scratch(apack, (tiles - first_packed) * kc * MR);
     for (int64_t t = first_packed; t < tiles; t++) {
       const int64_t i0 = t * MR, rows = std::min<int64_t>(MR, m - i0);
-      float* ap = apack.data() + (t - first_packed) * kc * MR;
+      float* ap = packed + (t - first_packed) * kc * MR;
       for (int64_t p = 0; p < kc; p++) {
         if (RowsOfA)
           for (int64_t i = 0; i < rows; i++) ap[p * MR + i] = a[(i0 + i) * ld + k0 + p];
@@ -176,11 +185,11 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld, const 
         std::fill(ap + p * MR + rows, ap + (p + 1) * MR, 0.0f);  // sums thrown away
       }
     }
-    panel.resize((n + NR - 1) / NR * kc * NR);
-    pack_block(b + k0 * b_rs, b_rs, b_cs, kc, n, panel.data());
+    float* const panels = scratch(panel, (n + NR - 1) / NR * kc * NR);
+    pack_block(b + k0 * b_rs, b_rs, b_cs, kc, n, panels);
     for (int64_t j0 = 0; j0 < n; j0 += NR) {
       const int64_t cols = std::min<int64_t>(NR, n - j0);
-      const float* bp = panel.data() + j0 / NR * kc * NR;
+      const float* bp = panels + j0 / NR * kc * NR;
       for (int64_t j = 0; j < NR; j++) init[j] = bias != nullptr && j < cols ? bias[j0 + j] : 0.0f;
       for (int64_t t = 0; t < tiles; t++) {
         const int64_t i0 = t * MR, rows = std::min<int64_t>(MR, m - i0);
@@ -199,7 +208,7 @@ void product(int64_t m, int64_t n, int64_t k, const float* a, int64_t ld, const 
         else if (t < first_packed)
           tile<true>(kc, a + i0 * ld + k0, ld, bp, init, more, tile_times, out, ldo);
         else
-          tile<false>(kc, apack.data() + (t - first_packed) * kc * MR, MR, bp, init, more,
+          tile<false>(kc, packed + (t - first_packed) * kc * MR, MR, bp, init, more,
                       tile_times, out, ldo);
         if (!whole && tt != nullptr)
           for (int64_t i = 0; i < rows; i++)
