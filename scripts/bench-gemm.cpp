@@ -9,13 +9,7 @@
 #include <utility>
 #include <vector>
 
-extern "C" void revtx_gemm_avx2(int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                                const float*, int64_t, int64_t, const float*, const float*,
-                                float*, int64_t);
-extern "C" void revtx_gemm_avx512(int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                                  const float*, int64_t, int64_t, const float*, const float*,
-                                  float*, int64_t);
-using Kernel = decltype(&revtx_gemm_avx2);
+#include "gemm-kernels.h"
 
 int main() {
   std::mt19937 rng(1);
