@@ -31,7 +31,8 @@ request reference 64 256 64
 request tiny 8 8 1
 steps_per_second() {
   rm -rf "$tmp/out"
-  "$engine" exec --request "$tmp/$1.json" --out "$tmp/out" > /dev/null 2>&1
+  "$engine" exec --request "$tmp/$1.json" --out "$tmp/out" > "$tmp/log" 2>&1 ||
+    { cat "$tmp/log" >&2; echo "step-overhead: the $1 run failed" >&2; return 1; }
   python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["env"]["steps_per_second"])' \
     "$tmp/out/result.json"
 }
