@@ -51,7 +51,8 @@ double median(std::vector<double> v) {
 
 int main(int argc, char** argv) {
   // The widest kernel the CPU has, or the AVX2 one when asked (what an AVX2 machine runs).
-  const bool wide = __builtin_cpu_supports("avx512f") && !(argc > 1 && std::string(argv[1]) == "avx2");
+  const bool wide =
+      __builtin_cpu_supports("avx512f") && !(argc > 1 && std::string(argv[1]) == "avx2");
   const Kernel product = wide ? revtx_gemm_avx512 : revtx_gemm_avx2;
   // The reference model on a trimmed batch: 1,088 rows, d_model 64, d_mlp 256, 12 symbols.
   const int64_t rows = 1088, d = 64, mlp = 256, vocab = 12, blocks = 2;
@@ -65,8 +66,8 @@ int main(int argc, char** argv) {
                          const float* gelu_slope, float* y) {
     float *w = buf(out * in), *b = buf(out), *g = buf(rows * out);
     forward.push_back({name + " y", rows, out, in, x, in, 1, w, 1, in, b, nullptr, y, out});
-    backward.push_back(
-        {name + " dx", rows, in, out, g, out, 1, w, in, 1, nullptr, gelu_slope, buf(rows * in), in});
+    backward.push_back({name + " dx", rows, in, out, g, out, 1, w, in, 1, nullptr, gelu_slope,
+                        buf(rows * in), in});
     backward.push_back(
         {name + " dw", out, in, rows, g, 1, out, x, in, 1, nullptr, nullptr, buf(out * in), in});
   };

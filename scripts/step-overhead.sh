@@ -40,6 +40,8 @@ printf '%-6s %18s %14s %10s\n' round 'reference ms/step' 'tiny ms/step' share
 for r in $(seq "$rounds"); do
   if [ $((r % 2)) -eq 1 ]; then ref=$(steps_per_second reference); tiny=$(steps_per_second tiny)
   else tiny=$(steps_per_second tiny); ref=$(steps_per_second reference); fi
-  python3 -c 'import sys; r, t = 1e3 / float(sys.argv[2]), 1e3 / float(sys.argv[3]); print(f"{sys.argv[1]:<6} {r:18.2f} {t:14.3f} {t / r:10.1%}")' \
-    "$r" "$ref" "$tiny"
+  python3 -c '
+import sys
+r, t = 1e3 / float(sys.argv[2]), 1e3 / float(sys.argv[3])  # ms a step
+print(f"{sys.argv[1]:<6} {r:18.2f} {t:14.3f} {t / r:10.1%}")' "$r" "$ref" "$tiny"
 done
