@@ -100,7 +100,8 @@ pub struct Body<'a> {
 }
 
 impl Body<'_> {
-    fn span(&self, r: Range<usize>) -> Span {
+    /// The source span of a byte range of the body.
+    pub fn span(&self, r: Range<usize>) -> Span {
         let start = (self.to_src)(r.start);
         Span {
             file: self.file,

@@ -37,8 +37,8 @@ pub struct BenchArgs {
     /// the FLOP floor.
     #[arg(long)]
     cold: bool,
-    /// Parallel engines for `--cold` (1: the floor is one core's).
-    #[arg(long, default_value_t = 1)]
+    /// Parallel engines for `--cold`, at least 1 (1: the floor is one core's).
+    #[arg(long, default_value_t = 1, value_parser = super::parse_jobs)]
     jobs: usize,
     /// Project root, for `--cold`.
     #[arg(long, default_value = ".")]

@@ -30,8 +30,8 @@ pub struct Common {
     /// Re-run these runs (all runs when given without ids).
     #[arg(long, num_args = 0.., value_name = "IDS")]
     pub rerun: Option<Vec<String>>,
-    /// Parallel training processes (default: one per core).
-    #[arg(long)]
+    /// Parallel training processes, at least 1 (default: one per core).
+    #[arg(long, value_parser = parse_jobs)]
     pub jobs: Option<usize>,
     /// Time budget of one run, in seconds.
     #[arg(long, default_value_t = 3600)]
@@ -59,6 +59,15 @@ pub struct Common {
     /// `deny_warnings = true` in book/book.toml.
     #[arg(long)]
     pub deny_warnings: bool,
+}
+
+/// `--jobs N`: a count of engine processes, so at least one.
+pub fn parse_jobs(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("0 engine processes would train nothing: give at least 1 (leave --jobs out for one per core)".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{s}` is not a number of processes")),
+    }
 }
 
 pub fn parse_profile(s: &str) -> Result<Profile, String> {

@@ -158,7 +158,13 @@ pub fn parse(f: &Fence, diags: &mut Vec<Diagnostic>) -> Option<Spanned<Directive
     };
     let node = match word {
         "run" => match toml::from_str::<RunSpec>(f.body) {
-            Ok(spec) => Directive::Run { id, spec },
+            Ok(spec) => {
+                if let Some(d) = repeated_seed(&body) {
+                    diags.push(d);
+                    return None;
+                }
+                Directive::Run { id, spec }
+            }
             Err(e) => {
                 diags.push(body.toml_error(&e, "run directive"));
                 return None;
@@ -179,6 +185,32 @@ pub fn parse(f: &Fence, diags: &mut Vec<Diagnostic>) -> Option<Spanned<Directive
         node,
         span: f.span.clone(),
     })
+}
+
+/// A seed listed twice in `seeds` would count twice in every mean and spread over the
+/// run's seeds: an error at the second one.
+fn repeated_seed(body: &Body) -> Option<Diagnostic> {
+    // Other fields are ignored here: the run spec itself was read already.
+    #[derive(serde::Deserialize)]
+    struct Seeds {
+        seeds: Option<Vec<toml::Spanned<u64>>>,
+    }
+    let seeds = toml::from_str::<Seeds>(body.text).ok()?.seeds?;
+    for (k, s) in seeds.iter().enumerate() {
+        if seeds[..k].iter().any(|f| f.get_ref() == s.get_ref()) {
+            return Some(
+                Diagnostic::error(
+                    "repeated-seed",
+                    Some(body.span(s.span())),
+                    format!("seed {} is listed twice", s.get_ref()),
+                )
+                .label("listed again here")
+                .note("a repeated seed counts twice in every mean and spread over the run's seeds")
+                .hint("list each seed once, e.g. `seeds = [0, 1, 2, 3, 4]`"),
+            );
+        }
+    }
+    None
 }
 
 fn block<K: kinds::Kinds>(

@@ -58,8 +58,8 @@ pub struct BookConfig {
     /// Language of the text (`lang` attribute).
     #[serde(default = "default_language")]
     pub language: String,
-    /// Chapter files, in order, relative to `book/`.
-    pub chapters: Vec<String>,
+    /// Chapter files, in order, relative to `book/`, each with its place in `book.toml`.
+    pub chapters: Vec<toml::Spanned<String>>,
     /// Make every warning about the text (e.g. `unbound-number`) an error, as
     /// `--deny-warnings` does.
     #[serde(default)]
@@ -143,32 +143,150 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
             return None;
         }
     };
+    if config.chapters.is_empty() {
+        diags.push(
+            Diagnostic::error(
+                "no-chapters",
+                Some(Span {
+                    file,
+                    range: key_range(&text, "chapters"),
+                }),
+                "this book has no chapters",
+            )
+            .hint("list the chapter files in order, e.g. `chapters = [\"chapter-1.md\"]`"),
+        );
+        return None;
+    }
+    let chapters = load_chapters(root, &config, (file, &text), sources, diags);
+    Some(Book {
+        root: root.to_path_buf(),
+        config,
+        chapters,
+    })
+}
+
+/// Reads and parses the chapters `book.toml` lists (`toml` is its file and text), in
+/// order: each inside `book/`, each once. An entry that breaks a rule is an error at it.
+fn load_chapters(
+    root: &Path,
+    config: &BookConfig,
+    (file, text): (FileId, &str),
+    sources: &mut Sources,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Chapter> {
+    let book_dir = root.join("book");
     let mut chapters = Vec::new();
-    for (i, rel) in config.chapters.iter().enumerate() {
-        let path = root.join("book").join(rel);
+    let mut seen: Vec<(PathBuf, std::ops::Range<usize>)> = Vec::new();
+    for rel in &config.chapters {
+        let at = Span {
+            file,
+            range: rel.span(),
+        };
+        let (path, identity) = match chapter_path(&book_dir, rel.get_ref()) {
+            Ok(p) => p,
+            Err(d) => {
+                diags.push(d.at(at));
+                continue;
+            }
+        };
+        if let Some((_, first)) = seen.iter().find(|(p, _)| *p == identity) {
+            let (line, _) = line_col(text, first.start);
+            diags.push(
+                Diagnostic::error(
+                    "duplicate-chapter",
+                    Some(at),
+                    format!("chapter `{}` is listed twice", rel.get_ref()),
+                )
+                .label("listed again here")
+                .note(format!("first listed on line {line}"))
+                .hint(
+                    "a chapter's runs, ids and anchors would collide with themselves: list it once",
+                ),
+            );
+            continue;
+        }
+        seen.push((identity, rel.span()));
         match std::fs::read_to_string(&path) {
             Ok(src) => {
                 let id = sources.add(path, src);
-                chapters.push(parse_chapter(id, i + 1, sources.text(id), diags));
+                let number = chapters.len() + 1;
+                chapters.push(parse_chapter(id, number, sources.text(id), diags));
             }
             Err(e) => {
-                let at = text.find(rel.as_str()).map_or(0..0, |o| o..o + rel.len());
                 diags.push(
                     Diagnostic::error(
                         "io",
-                        Some(Span { file, range: at }),
-                        format!("cannot read chapter `{rel}`: {e}"),
+                        Some(at),
+                        format!("cannot read chapter `{}`: {e}", rel.get_ref()),
                     )
                     .label("listed here"),
                 );
             }
         }
     }
-    Some(Book {
-        root: root.to_path_buf(),
-        config,
-        chapters,
-    })
+    chapters
+}
+
+/// Where `key = …` starts in a TOML text: at the key itself, not at a comment that
+/// mentions it (the first byte when it is not there).
+fn key_range(text: &str, key: &str) -> std::ops::Range<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.strip_prefix(key)
+            .is_some_and(|r| r.trim_start().starts_with('='))
+        {
+            let start = offset + (line.len() - t.len());
+            return start..start + key.len();
+        }
+        offset += line.len();
+    }
+    0..1
+}
+
+/// A chapter's file: relative to `book/`, and inside it once symlinks are resolved (the
+/// rule `include` applies to the project). Gives the path to read and the file's identity
+/// (its canonical path, when it exists); `Err` says why not, to be placed at its entry.
+fn chapter_path(book_dir: &Path, rel: &str) -> Result<(PathBuf, PathBuf), Diagnostic> {
+    let refuse = |why: &str| {
+        Diagnostic::error(
+            "chapter-outside",
+            None,
+            format!("refusing to read chapter `{rel}`: {why}"),
+        )
+        .hint("chapter files live in book/, named relative to it, e.g. `chapter-2.md`")
+    };
+    let p = Path::new(rel);
+    if p.is_absolute() {
+        return Err(refuse("the path is absolute"));
+    }
+    if p.components()
+        .any(|c| matches!(c, std::path::Component::ParentDir))
+    {
+        return Err(refuse("the path leaves the book directory (`..`)"));
+    }
+    let joined = book_dir.join(p);
+    // A file that does not exist is reported when it is read; one that does must not be a
+    // link out of the book.
+    if let (Ok(canon), Ok(dir)) = (
+        std::fs::canonicalize(&joined),
+        std::fs::canonicalize(book_dir),
+    ) {
+        if !canon.starts_with(&dir) {
+            return Err(refuse("it is a link to a file outside the book directory"));
+        }
+        return Ok((joined, canon));
+    }
+    Ok((joined.clone(), joined))
+}
+
+/// 1-based line and column of a byte offset.
+fn line_col(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at.min(text.len())];
+    (
+        before.matches('\n').count() + 1,
+        before.rsplit('\n').next().unwrap_or("").chars().count() + 1,
+    )
 }
 
 /// The markdown extensions the book uses.

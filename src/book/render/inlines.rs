@@ -24,6 +24,22 @@ fn reason_text(reason: &str) -> String {
     }
 }
 
+/// How a value's type reads in a message, as typst names them.
+fn type_name(v: &Value) -> &'static str {
+    use minijinja::value::ValueKind;
+    match v.kind() {
+        ValueKind::Bool => "boolean",
+        ValueKind::Number if v.is_integer() => "integer",
+        ValueKind::Number => "float",
+        ValueKind::String => "string",
+        ValueKind::Seq | ValueKind::Iterable => "list",
+        ValueKind::Map => "map",
+        ValueKind::None => "none",
+        ValueKind::Undefined => "undefined",
+        _ => "value",
+    }
+}
+
 /// A claim record's fields that vary by kind.
 struct Fields {
     kind: ClaimKind,
@@ -269,6 +285,23 @@ impl Renderer<'_> {
                 )
                 .label(format!("`{expr}` is a constant"))
                 .hint("assert something about a run's result, e.g. `{? run.train.test.correct == run.train.test.total}`"),
+            );
+            return (Verdict::Error, values);
+        }
+        if v.kind() != minijinja::value::ValueKind::Bool {
+            self.diags.push(
+                Diagnostic::error(
+                    "assertion-not-boolean",
+                    Some(at.clone()),
+                    "an assertion's condition must be true or false",
+                )
+                .label(format!(
+                    "expected boolean, found {} `{}`",
+                    type_name(&v),
+                    expr::as_short_text(&v)
+                ))
+                .note(format!("condition: {expr}"))
+                .hint("compare the value with something, e.g. `{? run.train.test.accuracy > 0.9}`"),
             );
             return (Verdict::Error, values);
         }
