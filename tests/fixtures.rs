@@ -4,9 +4,11 @@
 //! says that an error whose `[code] message label` contains `text` must be reported N lines
 //! below the comment (negative N: above), at column COL if given; `<!-- warning @… -->`
 //! says the same of a warning. The line `TINYRUN` is replaced by a tiny run declaration
-//! first, and `<!-- fixture: deny-warnings -->` builds with `--deny-warnings`. Every
-//! expected diagnostic must appear, and no other may; a book with an expected error must
-//! not write a site.
+//! first, and `<!-- fixture: deny-warnings -->` builds with `--deny-warnings`. Each
+//! `tests/fixtures/bad/*.book.toml` is a `book.toml` (beside a one-line chapter), with the
+//! same expectations as TOML comments, `# error @+N[:COL]: text`, placed in that file.
+//! Every expected diagnostic must appear, and no other may; a book with an expected error
+//! must not write a site or touch the run cache.
 
 mod common;
 use common::*;
@@ -25,13 +27,17 @@ fn expectations(src: &str) -> Vec<Expected> {
     for (i, line) in src.lines().enumerate() {
         let l = line.trim();
         let (severity, rest) = if let Some(r) = l.strip_prefix("<!-- error @") {
-            (Severity::Error, r)
+            (Severity::Error, r.strip_suffix("-->").unwrap())
         } else if let Some(r) = l.strip_prefix("<!-- warning @") {
+            (Severity::Warning, r.strip_suffix("-->").unwrap())
+        } else if let Some(r) = l.strip_prefix("# error @") {
+            (Severity::Error, r)
+        } else if let Some(r) = l.strip_prefix("# warning @") {
             (Severity::Warning, r)
         } else {
             continue;
         };
-        let rest = rest.strip_suffix("-->").unwrap().trim();
+        let rest = rest.trim();
         let (pos, text) = rest.split_once(": ").unwrap();
         let (off, col) = match pos.split_once(':') {
             Some((o, c)) => (o, Some(c.parse().unwrap())),
@@ -49,20 +55,37 @@ fn expectations(src: &str) -> Vec<Expected> {
 }
 
 /// Every diagnostic but the numerics gate's warnings: (severity, line, col, `[code] message
-/// label`).
-fn diagnostics(o: &Outcome) -> Vec<(Severity, usize, usize, String)> {
+/// label`), the line and column in `file` (a diagnostic in another file is at line 0).
+fn diagnostics(o: &Outcome, file: &str) -> Vec<(Severity, usize, usize, String)> {
     let located = located(o);
     o.diags
         .iter()
         .filter(|d| !(d.severity == Severity::Warning && d.code.starts_with("numerics-")))
         .zip(located)
-        .map(|(d, (l, c, m))| (d.severity, l, c, m))
+        .map(|(d, (l, c, m))| {
+            let here = d
+                .span
+                .as_ref()
+                .is_some_and(|s| o.sources.path(s.file).ends_with(file));
+            if here {
+                (d.severity, l, c, m)
+            } else {
+                (d.severity, 0, 0, m)
+            }
+        })
         .collect()
 }
 
-/// Builds one fixture book: what it reported, and whether it wrote a site.
-fn build_fixture(src: &str) -> (Outcome, bool) {
-    let p = Project::new(src);
+/// Builds one fixture book (a chapter, or a `book.toml` beside a one-line chapter): what it
+/// reported, whether it wrote a site, and whether it left anything in the run cache.
+fn build_fixture(src: &str, book_toml: bool) -> (Outcome, bool, bool) {
+    let p = if book_toml {
+        let p = Project::new("# Chapter\n\nText.\n");
+        std::fs::write(p.root().join("book/book.toml"), src).unwrap();
+        p
+    } else {
+        Project::new(src)
+    };
     std::fs::write(
         p.root().parent().unwrap().join("outside.rs"),
         "fn secret() {}\n",
@@ -72,7 +95,9 @@ fn build_fixture(src: &str) -> (Outcome, bool) {
     opts.deny_warnings = src.contains("<!-- fixture: deny-warnings -->");
     let out = revtx_book::book::build(&opts);
     let site = p.root().join("site").exists();
-    (out, site)
+    let cached =
+        std::fs::read_dir(p.root().join(".revtx-cache/runs")).is_ok_and(|mut d| d.next().is_some());
+    (out, site, cached)
 }
 
 #[test]
@@ -83,7 +108,7 @@ fn every_bad_input_gets_its_diagnostic() {
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .filter(|p| p.extension().is_some_and(|e| e == "md" || e == "toml"))
         .collect();
     paths.sort();
     for path in paths {
@@ -94,8 +119,9 @@ fn every_bad_input_gets_its_diagnostic() {
         let want = expectations(&src);
         let name = path.file_name().unwrap().to_string_lossy().to_string();
         assert!(!want.is_empty(), "{name} has no expected diagnostic");
-        let (out, site) = build_fixture(&src);
-        let got = diagnostics(&out);
+        let book_toml = name.ends_with(".book.toml");
+        let (out, site, cached) = build_fixture(&src, book_toml);
+        let got = diagnostics(&out, if book_toml { "book.toml" } else { "chapter.md" });
         for w in &want {
             let hit = got.iter().any(|(s, l, c, m)| {
                 *s == w.severity
@@ -118,6 +144,11 @@ fn every_bad_input_gets_its_diagnostic() {
         let errors = want.iter().any(|w| w.severity == Severity::Error);
         if errors && site {
             failures.push(format!("{name}: a failed build must not write a site"));
+        }
+        if errors && !src.contains("TINYRUN") && !src.contains("```run") && cached {
+            failures.push(format!(
+                "{name}: a book without runs left entries in the run cache"
+            ));
         }
     }
     assert!(cases >= 24, "only {cases} fixtures found");
@@ -582,5 +613,51 @@ fn a_long_line_prints_a_window_without_colour() {
             .collect::<String>(),
         "9.99",
         "the caret is under the span"
+    );
+}
+
+/// Runs that share a cache key (here `tiny` and seed 0 of the ensemble `ens`) train once,
+/// and both read the one result.
+#[test]
+fn runs_sharing_a_key_train_once() {
+    let src = format!(
+        "# Shared\n\n{TINY_RUN}\n\n```run ens\nbase = \"tiny\"\nseeds = [0, 1]\n```\n\n\
+         [103,244]{{=tiny.params}}.\n"
+    );
+    let p = Project::new(&src);
+    let out = p.check();
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    let lines = runs_of(&out);
+    let ran: Vec<_> = lines.iter().filter(|l| l.contains("ran")).collect();
+    let shared: Vec<_> = lines.iter().filter(|l| l.contains("same run as")).collect();
+    assert_eq!(ran.len(), 2, "two distinct keys train: {lines:?}");
+    assert_eq!(shared.len(), 1, "one job reads another's result: {lines:?}");
+    let entries = std::fs::read_dir(p.root().join(".revtx-cache/runs"))
+        .unwrap()
+        .filter(|e| {
+            !e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.')
+        })
+        .count();
+    assert_eq!(entries, 2, "two cache entries");
+}
+
+/// `--jobs 0` is refused with a message, not silently replaced.
+#[test]
+fn zero_jobs_is_refused() {
+    let p = Project::new("# C\n\nText.\n");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_revtx-book"))
+        .args(["check", "-q", "--jobs", "0", "--root"])
+        .arg(p.root())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--jobs") && stderr.contains("at least 1"),
+        "{stderr}"
     );
 }

@@ -212,7 +212,9 @@ pub fn jobs(plans: &[RunPlan], profile: Profile) -> Vec<Job> {
         .collect()
 }
 
-/// Looks every planned (run, seed) up in the caches.
+/// Looks every planned (run, seed) up in the caches. Jobs that share a cache key (one
+/// config and seed declared under two run ids) are decided together: cached for all, or
+/// trained once for all.
 pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
     let caches = opts.caches();
     let mut r = Resolved {
@@ -221,25 +223,40 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
         report: Vec::new(),
         conflicts: Vec::new(),
     };
-    for job in jobs(plans, opts.profile) {
-        let forced = opts.rerun_all || opts.rerun.contains(&job.run);
-        if forced {
-            r.todo.push((job, "--rerun asked for it".into()));
-            continue;
+    let all = jobs(plans, opts.profile);
+    let mut keys: Vec<&str> = Vec::new();
+    for job in &all {
+        if !keys.contains(&job.key.as_str()) {
+            keys.push(&job.key);
         }
-        match entry::find(&caches, &job.key, &job.config, job.seed, opts.profile) {
+    }
+    for key in keys {
+        let same: Vec<&Job> = all.iter().filter(|j| j.key == key).collect();
+        let first = same[0];
+        let forced = opts.rerun_all || same.iter().any(|j| opts.rerun.contains(&j.run));
+        let found = if forced {
+            Err(entry::FindError::Invalid("--rerun asked for it".into()))
+        } else {
+            entry::find(&caches, key, &first.config, first.seed, opts.profile)
+        };
+        match found {
             Ok((dir, result)) => {
-                r.report
-                    .push(format!("{} seed {}: cached", job.run, job.seed));
-                let produced = Produced {
-                    result,
-                    dir,
-                    cached: true,
-                };
-                r.done.push((job, produced));
+                for job in same {
+                    r.report
+                        .push(format!("{} seed {}: cached", job.run, job.seed));
+                    let produced = Produced {
+                        result: result.clone(),
+                        dir: dir.clone(),
+                        cached: true,
+                    };
+                    r.done.push((job.clone(), produced));
+                }
             }
-            Err(entry::FindError::Invalid(why)) => r.todo.push((job, why)),
-            Err(entry::FindError::Conflict(c)) => r.conflicts.push((job, c)),
+            Err(entry::FindError::Invalid(why)) => {
+                r.todo
+                    .extend(same.into_iter().map(|j| (j.clone(), why.clone())));
+            }
+            Err(entry::FindError::Conflict(c)) => r.conflicts.push((first.clone(), c)),
         }
     }
     r
@@ -299,19 +316,29 @@ pub fn execute(
         }
         todo.clear();
     }
+    // One engine process per cache key: a job whose key an earlier job trains shares
+    // its result.
+    let mut unique: Vec<Job> = Vec::new();
     for (job, why) in &todo {
-        results
-            .report
-            .push(format!("{} seed {}: ran ({why})", job.run, job.seed));
+        if let Some(u) = unique.iter().find(|u| u.key == job.key) {
+            results.report.push(format!(
+                "{} seed {}: same run as {} seed {}",
+                job.run, job.seed, u.run, u.seed
+            ));
+        } else {
+            results
+                .report
+                .push(format!("{} seed {}: ran ({why})", job.run, job.seed));
+            unique.push(job.clone());
+        }
     }
     let runs_dir = opts.cache_dir.join("runs");
-    let ran = run_jobs(
-        todo.into_iter().map(|(j, _)| j).collect(),
-        &runs_dir,
-        opts,
-        diags,
-    );
-    done.extend(ran);
+    let ran = run_jobs(unique, &runs_dir, opts, diags);
+    for (job, _) in &todo {
+        if let Some((_, produced)) = ran.iter().find(|(j, _)| j.key == job.key) {
+            done.push((job.clone(), produced.clone()));
+        }
+    }
     for p in &plans {
         let mut v: Vec<Produced> = Vec::new();
         for &seed in &p.seeds {
@@ -330,7 +357,8 @@ pub fn execute(
 /// What the workers of [`run_jobs`] report.
 type Outcomes = Vec<Result<(Job, Produced), Diagnostic>>;
 
-/// Runs jobs on a pool of `opts.jobs` engine processes; the longest runs start first.
+/// Runs jobs on a pool of `opts.jobs` engine processes, one per job (callers give each
+/// cache key once); the most expensive runs (by [`RunConfig::flop`]) start first.
 ///
 /// # Panics
 /// If a worker thread panicked while holding the queue (a bug, not bad input).
@@ -345,7 +373,12 @@ pub fn run_jobs(
     }
     let _ = std::fs::create_dir_all(runs_dir);
     sweep_stale_requests(runs_dir, STALE_REQUEST);
-    jobs.sort_by_key(|j| std::cmp::Reverse(cost(&j.config)));
+    jobs.sort_by(|a, b| {
+        b.config
+            .flop()
+            .total_cmp(&a.config.flop())
+            .then_with(|| a.key.cmp(&b.key))
+    });
     let queue = Arc::new(Mutex::new(std::collections::VecDeque::from(jobs)));
     let out: Arc<Mutex<Outcomes>> = Arc::new(Mutex::new(Vec::new()));
     let workers = opts.jobs.max(1);
@@ -397,12 +430,6 @@ fn sweep_stale_requests(runs_dir: &Path, older_than: Duration) {
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
-}
-
-/// Rough cost of a run, to start the long ones first.
-fn cost(c: &RunConfig) -> u64 {
-    let m = &c.model;
-    (c.train.steps as u64) * (m.d_model * m.d_model * m.n_layers).max(1).unsigned_abs()
 }
 
 /// Runs one job in a child engine process with a time budget.
