@@ -5,6 +5,7 @@
 mod common;
 
 use common::Project;
+use revtx_book::book::diag::Severity;
 use revtx_book::engine::profile::Fingerprint;
 use std::process::Command;
 
@@ -92,6 +93,11 @@ fn a_different_fingerprint_stops_the_build_before_training() {
         .filter(|d| d.code == "numerics-mismatch")
         .collect();
     assert_eq!(mismatch.len(), 1, "{:?}", common::located(&o));
+    assert_eq!(
+        mismatch[0].severity,
+        Severity::Error,
+        "a machine that computes other bits is an error, not a warning"
+    );
     let text = revtx_book::book::diag::to_plain_text(&o.diags, &o.sources);
     for needle in [
         "attention, train_weights",
@@ -119,4 +125,92 @@ fn a_different_fingerprint_stops_the_build_before_training() {
         && d.severity == revtx_book::book::diag::Severity::Warning));
     assert!(!o.comparable);
     assert_eq!(o.errors(), 0, "{:?}", common::located(&o));
+}
+
+/// `revtx-book numerics` and `check --deny-warnings` on a project: exit status and output.
+fn cli(p: &Project, args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_revtx-book"))
+        .args(args)
+        .arg("--root")
+        .arg(p.root())
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+/// A project without runs, so that `check` measures nothing and trains nothing.
+fn prose_only() -> Project {
+    Project::new("# N\n\nText without runs.\n")
+}
+
+/// The repo's record is this engine's: `numerics` passes on it, and a project that keeps
+/// it checks clean with warnings denied. (The control for the two tests below.)
+#[test]
+fn the_books_record_passes_the_gate() {
+    let p = prose_only();
+    let (ok, text) = cli(&p, &["numerics"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("same bits"), "{text}");
+    let (ok, text) = cli(&p, &["check", "-q", "--deny-warnings"]);
+    assert!(ok, "{text}");
+}
+
+/// Deleting book/numerics.json switches no gate off: `numerics` fails, `check` warns, and
+/// with warnings denied (as `make test` runs it) `check` fails.
+#[test]
+fn a_missing_record_fails_the_gate() {
+    let p = prose_only();
+    std::fs::remove_file(p.root().join("book/numerics.json")).unwrap();
+    let (ok, text) = cli(&p, &["numerics"]);
+    assert!(!ok, "numerics passed without a record:\n{text}");
+    assert!(text.contains("records no fingerprint"), "{text}");
+
+    let o = p.check();
+    let d: Vec<_> = o
+        .diags
+        .iter()
+        .filter(|d| d.code == "numerics-unrecorded")
+        .collect();
+    assert_eq!(d.len(), 1, "{:?}", o.diags);
+    assert_eq!(d[0].severity, Severity::Warning);
+    let (ok, text) = cli(&p, &["check", "-q", "--deny-warnings"]);
+    assert!(
+        !ok,
+        "check --deny-warnings passed without a record:\n{text}"
+    );
+    assert!(text.contains("error[numerics-unrecorded]"), "{text}");
+
+    // The book's own `deny_warnings` is about its text, and leaves the machine's alone.
+    let toml = p.root().join("book/book.toml");
+    let t = std::fs::read_to_string(&toml).unwrap();
+    std::fs::write(&toml, format!("{t}deny_warnings = true\n")).unwrap();
+    let (ok, text) = cli(&p, &["check", "-q"]);
+    assert!(ok, "{text}");
+    assert!(text.contains("warning[numerics-unrecorded]"), "{text}");
+}
+
+/// A record made by another engine fails the same way, at the record's file.
+#[test]
+fn a_record_from_another_engine_fails_the_gate() {
+    let p = prose_only();
+    let path = p.root().join("book/numerics.json");
+    let mut rec: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    rec["engine"] = "0123456789abcdef".into();
+    std::fs::write(&path, serde_json::to_string_pretty(&rec).unwrap()).unwrap();
+    let (ok, text) = cli(&p, &["numerics"]);
+    assert!(!ok, "numerics passed on another engine's record:\n{text}");
+    assert!(
+        text.contains("blessed by engine 0123456789abcdef"),
+        "{text}"
+    );
+    let (ok, text) = cli(&p, &["check", "-q", "--deny-warnings"]);
+    assert!(!ok, "{text}");
+    assert!(text.contains("error[numerics-engine]"), "{text}");
+    assert!(text.contains("book/numerics.json"), "{text}");
 }

@@ -94,25 +94,35 @@ impl Diagnostic {
     }
 }
 
-/// Warnings about the machine rather than the book: `--deny-warnings` leaves them alone.
-/// A fixture project records no numerics fingerprint, and a run that is not comparable on
-/// this platform says nothing about the text.
+/// Warnings about the machine rather than the book: the numerics gate's, and results that
+/// are not comparable on this platform. The book's `deny_warnings` leaves them alone;
+/// `--deny-warnings` does not.
 pub fn is_environmental(code: &str) -> bool {
     code.starts_with("numerics-") || code == "not-comparable"
 }
 
-/// `--deny-warnings` (or `deny_warnings = true` in `book/book.toml`): every warning about
-/// the book becomes an error, with a note saying why.
-pub fn deny_warnings(diags: &mut [Diagnostic]) {
-    for d in diags
-        .iter_mut()
-        .filter(|d| d.severity == Severity::Warning && !is_environmental(d.code))
-    {
+/// Which warnings become errors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Deny {
+    /// `--deny-warnings`: every warning.
+    All,
+    /// `deny_warnings = true` in book/book.toml: the warnings about the text.
+    Text,
+}
+
+/// Turns warnings into errors, each with a note saying why.
+pub fn deny_warnings(diags: &mut [Diagnostic], which: Deny) {
+    for d in diags.iter_mut().filter(|d| {
+        d.severity == Severity::Warning && (which == Deny::All || !is_environmental(d.code))
+    }) {
         d.severity = Severity::Error;
-        d.notes.push(
-            "warnings are denied (`--deny-warnings`, or `deny_warnings = true` in book/book.toml)"
-                .into(),
-        );
+        d.notes.push(match which {
+            Deny::All => "warnings are denied (`--deny-warnings`)".into(),
+            Deny::Text => {
+                "warnings about the text are denied (`deny_warnings = true` in book/book.toml)"
+                    .into()
+            }
+        });
     }
 }
 

@@ -70,12 +70,13 @@ pub fn recorded(
     reason = "one decision, its cases read top to bottom"
 )]
 /// Compares this machine with the book. `ignore` trains anyway (its figures are then
-/// reported as not comparable); `profile` other than portable is never compared.
+/// reported as not comparable); `blessing` expects a missing or foreign record (the bless
+/// writes this machine's); `profile` other than portable is never compared.
 pub fn gate(
     root: &Path,
     engine: &Path,
     profile: Profile,
-    ignore: bool,
+    (ignore, blessing): (bool, bool),
     sources: &mut Sources,
     diags: &mut Vec<Diagnostic>,
 ) -> Gate {
@@ -131,31 +132,23 @@ pub fn gate(
     match recorded {
         None => {
             g.summary = line("no fingerprint recorded in book/numerics.json yet");
-            diags.push(
-                Diagnostic::warning(
-                    "numerics-unrecorded",
-                    None,
-                    "book/numerics.json holds no numerics fingerprint",
-                )
-                .hint("`check --bless` records this machine's"),
-            );
+            if !blessing {
+                diags.push(unrecorded());
+            }
+        }
+        Some((book, span))
+            if book.engine != measured.engine || book.profile != measured.profile =>
+        {
+            g.summary = line("the book's fingerprint was recorded by another engine or profile");
+            if !blessing {
+                diags.push(foreign(&book, &measured.engine, &measured.profile, span));
+            }
         }
         Some((book, _)) if book.differences(&measured).is_empty() => {
             g.summary = line(&format!(
                 "same bits as the machine that blessed the book ({})",
                 book.platform.describe()
             ));
-        }
-        Some((book, _)) if book.engine != measured.engine || book.profile != measured.profile => {
-            g.summary = line("the book's fingerprint was recorded by another engine or profile");
-            diags.push(
-                Diagnostic::warning("numerics-engine", None, "book/numerics.json was recorded by another engine")
-                    .note(format!(
-                        "recorded by engine {} under {}; this is engine {} under {}",
-                        book.engine, book.profile, measured.engine, measured.profile
-                    ))
-                    .hint("every run retrains under the new engine; `check --bless` records the fingerprint again"),
-            );
         }
         Some((book, span)) => {
             let ops = book.differences(&measured);
@@ -192,6 +185,56 @@ pub fn gate(
     }
     g.measured = Some(measured);
     g
+}
+
+/// `book/numerics.json` is missing: nothing says which bits the book's figures are.
+fn unrecorded() -> Diagnostic {
+    Diagnostic::warning(
+        "numerics-unrecorded",
+        None,
+        "book/numerics.json holds no numerics fingerprint",
+    )
+    .note("without it no build can tell whether this machine computes the book's bits")
+    .hint("restore it from version control, or run `revtx-book check --bless` to record this machine's")
+}
+
+/// The record was made by another engine (or profile): the book was not blessed with the
+/// engine that now trains it.
+fn foreign(book: &Fingerprint, engine: &str, profile: &str, span: Span) -> Diagnostic {
+    Diagnostic::warning(
+        "numerics-engine",
+        Some(span),
+        "book/numerics.json was recorded by another engine",
+    )
+    .label("recorded here")
+    .note(format!(
+        "recorded by engine {} under {}; this is engine {engine} under {profile}",
+        book.engine, book.profile
+    ))
+    .hint("every run retrains under this engine; `revtx-book check --bless` retrains, checks and records the fingerprint again")
+}
+
+/// The check a build makes when it trains nothing (so measures nothing): the book records
+/// a fingerprint, and this engine recorded it. Costs a file read.
+pub fn recorded_by_this_engine(
+    root: &Path,
+    profile: Profile,
+    sources: &mut Sources,
+    diags: &mut Vec<Diagnostic>,
+) {
+    if !profile.comparable() {
+        return;
+    }
+    match recorded(root, sources) {
+        Err(d) => diags.push(d),
+        Ok(None) => diags.push(unrecorded()),
+        Ok(Some((book, span))) => {
+            let engine = crate::engine::CODE_FINGERPRINT;
+            if book.engine != engine || book.profile != profile.id() {
+                diags.push(foreign(&book, engine, profile.id(), span));
+            }
+        }
+    }
 }
 
 fn refuse_or_continue(

@@ -39,6 +39,19 @@ pub fn numerics(root: &std::path::Path, profile: Profile) -> ExitCode {
     }
     println!("probe     {:.2} s", here.seconds);
     match book {
+        None => {
+            println!("numerics: the book records no fingerprint (book/numerics.json is missing or does not parse)");
+            println!("numerics: restore it from version control, or run `revtx-book check --bless` to record this machine's");
+            ExitCode::FAILURE
+        }
+        Some(b) if b.engine != here.engine || b.profile != here.profile => {
+            println!(
+                "numerics: the book was blessed by engine {} under {}; this is engine {} under {}",
+                b.engine, b.profile, here.engine, here.profile
+            );
+            println!("numerics: run `revtx-book check --bless` to retrain, check and record this engine's fingerprint");
+            ExitCode::FAILURE
+        }
         Some(b) if b.differences(&here).is_empty() => {
             println!("numerics: same bits as the machine that blessed the book");
             ExitCode::SUCCESS
@@ -49,10 +62,6 @@ pub fn numerics(root: &std::path::Path, profile: Profile) -> ExitCode {
                 b.differences(&here).len()
             );
             ExitCode::FAILURE
-        }
-        None => {
-            println!("numerics: the book records no fingerprint (book/numerics.json)");
-            ExitCode::SUCCESS
         }
     }
 }

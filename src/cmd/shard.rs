@@ -185,7 +185,7 @@ pub fn train(args: &TrainArgs) -> ExitCode {
         &opts.root,
         &opts.runs.engine,
         opts.runs.profile,
-        opts.ignore_numerics,
+        (opts.ignore_numerics, false),
         &mut sources,
         &mut diags,
     );

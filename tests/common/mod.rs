@@ -6,6 +6,13 @@ use revtx_book::book::{self, runs::RunOptions, BuildOptions, Outcome};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+/// Whether the tests run under CI: `CI` set to anything but `0` or `false` (GitHub Actions
+/// sets `true`, other systems `1`).
+pub fn under_ci() -> bool {
+    std::env::var("CI")
+        .is_ok_and(|v| !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false"))
+}
+
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -29,6 +36,13 @@ impl Project {
         )
         .unwrap();
         std::fs::write(root.join("book/chapter.md"), chapter).unwrap();
+        // The real book's numerics fingerprint: a fixture trains with the same engine, so
+        // its runs pass the same gate the book's do.
+        std::fs::copy(
+            repo().join("book/numerics.json"),
+            root.join("book/numerics.json"),
+        )
+        .unwrap();
         for d in ["templates", "static"] {
             copy_dir(&repo().join(d), &root.join(d));
         }
