@@ -143,10 +143,25 @@ fn three_shards_merge_into_the_unsharded_site() {
     }
 }
 
-#[test]
-fn entries_with_one_key_and_different_bits_fail_by_name() {
+/// The byte range of the `i`th number in the result's `"losses":[...]`, as written.
+fn loss_token(text: &str, i: usize) -> std::ops::Range<usize> {
+    let open = text.find("\"losses\":[").expect("a losses array") + "\"losses\":[".len();
+    let mut start = open;
+    for (k, tok) in text[open..].split([',', ']']).enumerate() {
+        if k == i {
+            return start..start + tok.len();
+        }
+        start += tok.len() + 1;
+    }
+    panic!("fewer than {} losses", i + 1)
+}
+
+/// A second cache holding the tiny run's entry changed by `edit` (result text, weights
+/// bytes), its checksum fixed up so that it verifies: what another machine's numerics
+/// would produce. Returns (the project, the other cache, the forged entry).
+fn forged_entry(edit: impl FnOnce(&mut String, &mut Vec<u8>)) -> (Project, PathBuf, PathBuf) {
     let p = Project::new(&format!("# C\n\n{}\n", common::TINY_RUN));
-    let root = p.root();
+    let root = p.root().to_path_buf();
     let o = p.check();
     assert_eq!(o.errors(), 0, "{:?}", common::located(&o));
     let runs = root.join(".revtx-cache/runs");
@@ -156,28 +171,36 @@ fn entries_with_one_key_and_different_bits_fail_by_name() {
         .find(|d| d.join("result.json").exists())
         .unwrap();
     let key = entry.file_name().unwrap().to_owned();
-    // A second cache with the same key whose result differs in one loss, checksum fixed
-    // up so that it verifies: what another machine's numerics would produce.
     let other = root.join("other");
     common::copy_dir(&entry, &other.join("runs").join(&key));
     let forged = other.join("runs").join(&key);
-    let text = std::fs::read_to_string(forged.join("result.json")).unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let l = v["train"]["losses"][3].as_f64().unwrap();
-    v["train"]["losses"][3] = serde_json::json!(l * (1.0 + 1e-7));
-    std::fs::write(forged.join("result.json"), v.to_string()).unwrap();
+    let mut text = std::fs::read_to_string(forged.join("result.json")).unwrap();
+    let mut weights = std::fs::read(forged.join("weights.safetensors")).unwrap();
+    let (t0, w0) = (text.clone(), weights.clone());
+    edit(&mut text, &mut weights);
+    assert!(t0 != text || w0 != weights, "the edit changed nothing");
+    std::fs::write(forged.join("result.json"), text).unwrap();
+    std::fs::write(forged.join("weights.safetensors"), weights).unwrap();
     let sum = revtx_book::engine::entry::checksum(&forged).unwrap();
     std::fs::write(forged.join("checksum"), sum).unwrap();
+    (p, other, forged)
+}
 
+/// `merge` refuses the forged entry, naming it, and a build reading both caches side by
+/// side stops with the same error before anything trains.
+fn assert_conflict(p: &Project, other: &Path, forged: &Path) {
     let out = book_bin()
         .arg("merge")
         .arg("--into")
-        .arg(root.join(".revtx-cache"))
-        .arg(&other)
+        .arg(p.root().join(".revtx-cache"))
+        .arg(other)
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success());
+    assert!(
+        !out.status.success(),
+        "merge accepted a conflicting entry: {err}"
+    );
     assert!(
         err.contains("cache-conflict") && err.contains("hold different bits"),
         "{err}"
@@ -186,11 +209,35 @@ fn entries_with_one_key_and_different_bits_fail_by_name() {
         err.contains(&*forged.to_string_lossy()),
         "names both sources: {err}"
     );
-
-    // Read side by side, the build stops with the same error before anything trains.
     let mut opts = p.options(false);
-    opts.runs.extra_caches.push(other);
+    opts.runs.extra_caches.push(other.to_path_buf());
     let o = revtx_book::book::build(&opts);
     let codes: Vec<&str> = o.diags.iter().map(|d| d.code).collect();
     assert!(codes.contains(&"cache-conflict"), "{codes:?}");
+}
+
+/// One loss differs in its last bit (one ulp), written as the engine writes floats; every
+/// other byte of the result is the same.
+#[test]
+fn a_one_bit_difference_in_a_loss_is_a_conflict() {
+    let (p, other, forged) = forged_entry(|text, _| {
+        let at = loss_token(text, 3);
+        let x: f64 = text[at.clone()].parse().unwrap();
+        let y = f64::from_bits(x.to_bits() ^ 1);
+        let written = serde_json::to_string(&y).unwrap();
+        assert_eq!(written.parse::<f64>().unwrap().to_bits(), x.to_bits() ^ 1);
+        text.replace_range(at, &written);
+    });
+    assert_conflict(&p, &other, &forged);
+}
+
+/// One bit of the weights differs: the lowest mantissa bit of the last float (safetensors
+/// stores little-endian float32 data up to the end of the file).
+#[test]
+fn a_one_bit_difference_in_the_weights_is_a_conflict() {
+    let (p, other, forged) = forged_entry(|_, weights| {
+        let lowest = weights.len() - 4;
+        weights[lowest] ^= 1;
+    });
+    assert_conflict(&p, &other, &forged);
 }

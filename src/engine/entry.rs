@@ -49,18 +49,21 @@ pub fn key(config: &RunConfig, seed: u64, profile: Profile) -> String {
 
 /// blake3 over the entry's result and weights (if present).
 pub fn checksum(dir: &Path) -> Option<String> {
+    let result = std::fs::read(dir.join(RESULT_FILE)).ok()?;
+    let weights = std::fs::read(dir.join(WEIGHTS_FILE)).ok();
+    Some(checksum_of(&result, weights.as_deref()))
+}
+
+/// blake3 over a result's and its weights' bytes, as `checksum` reads them.
+fn checksum_of(result: &[u8], weights: Option<&[u8]>) -> String {
     let mut h = blake3::Hasher::new();
-    for f in [RESULT_FILE, WEIGHTS_FILE] {
-        match std::fs::read(dir.join(f)) {
-            Ok(b) => {
-                h.update(f.as_bytes());
-                h.update(&b);
-            }
-            Err(_) if f == WEIGHTS_FILE => {}
-            Err(_) => return None,
-        }
+    h.update(RESULT_FILE.as_bytes());
+    h.update(result);
+    if let Some(w) = weights {
+        h.update(WEIGHTS_FILE.as_bytes());
+        h.update(w);
     }
-    Some(h.finalize().to_hex().to_string())
+    h.finalize().to_hex().to_string()
 }
 
 /// Whether `dir` holds a complete entry whose checksum matches its content.
@@ -82,13 +85,15 @@ pub fn load(
     }
     let want = std::fs::read_to_string(dir.join(CHECKSUM_FILE))
         .map_err(|_| "cache entry has no checksum".to_string())?;
-    if checksum(dir).as_deref() != Some(want.trim()) {
+    // Each file is read once: checked against the checksum, then parsed.
+    let text =
+        std::fs::read(dir.join(RESULT_FILE)).map_err(|e| format!("cache entry unreadable: {e}"))?;
+    let weights = std::fs::read(dir.join(WEIGHTS_FILE)).ok();
+    if checksum_of(&text, weights.as_deref()) != want.trim() {
         return Err("cache entry is corrupt (checksum mismatch)".into());
     }
-    let text = std::fs::read_to_string(dir.join(RESULT_FILE))
-        .map_err(|e| format!("cache entry unreadable: {e}"))?;
     let r: RunResult =
-        serde_json::from_str(&text).map_err(|e| format!("cache entry does not parse: {e}"))?;
+        serde_json::from_slice(&text).map_err(|e| format!("cache entry does not parse: {e}"))?;
     if r.config != *config
         || r.seed != seed
         || r.format != RESULT_FORMAT
@@ -96,23 +101,28 @@ pub fn load(
     {
         return Err("cache entry is for another config".into());
     }
-    if r.config.kind == super::experiments::RunKind::Train && !dir.join(WEIGHTS_FILE).exists() {
+    if r.config.kind == super::experiments::RunKind::Train && weights.is_none() {
         return Err("cache entry lacks its weights".into());
     }
     Ok(r)
 }
 
-/// A digest of what a run computed: its weights and its result without `env` (where,
-/// when and how fast it ran). Two machines that compute the same bits give the same
-/// digest; two entries under one key with different digests were not computed alike.
+/// A digest of what a run computed: its weights' bytes and its result's bytes as written,
+/// every top-level field but `env` (where, when and how fast it ran). Two machines that
+/// compute the same bits give the same digest; two entries under one key whose digests
+/// differ were not computed alike, down to a single bit of a single float: the fields are
+/// hashed as the engine wrote them, never re-parsed into numbers.
 pub fn content_digest(dir: &Path) -> Result<String, String> {
     let text = std::fs::read_to_string(dir.join(RESULT_FILE)).map_err(|e| e.to_string())?;
-    let mut v: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    if let Some(o) = v.as_object_mut() {
-        o.remove("env");
-    }
+    let fields: std::collections::BTreeMap<String, Box<serde_json::value::RawValue>> =
+        serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let mut h = blake3::Hasher::new();
-    h.update(v.to_string().as_bytes());
+    for (name, raw) in fields.iter().filter(|(name, _)| *name != "env") {
+        h.update(name.as_bytes());
+        h.update(&[0]);
+        h.update(raw.get().as_bytes());
+        h.update(&[0]);
+    }
     if let Ok(w) = std::fs::read(dir.join(WEIGHTS_FILE)) {
         h.update(&w);
     }
@@ -142,7 +152,8 @@ impl std::fmt::Display for Conflict {
 }
 
 /// Looks a key up in several run caches (`<cache>/runs/<key>`), in order. Entries that
-/// verify must agree (see `content_digest`); the first one is used.
+/// verify must agree (see `content_digest`); the first one is used. With one entry there is
+/// nothing to compare, and no digest is computed.
 pub fn find(
     caches: &[std::path::PathBuf],
     key: &str,
@@ -150,31 +161,35 @@ pub fn find(
     seed: u64,
     profile: Profile,
 ) -> Result<(std::path::PathBuf, RunResult), FindError> {
-    let mut found: Option<(std::path::PathBuf, RunResult, String)> = None;
+    let mut found: Option<(std::path::PathBuf, RunResult)> = None;
+    let mut first_digest: Option<String> = None;
     let mut why = "not cached".to_string();
     for cache in caches {
         let dir = cache.join("runs").join(key);
         match load(&dir, config, seed, profile) {
-            Ok(r) => {
-                let digest = content_digest(&dir).map_err(FindError::Invalid)?;
-                match &found {
-                    None => found = Some((dir, r, digest)),
-                    Some((first, _, d)) if *d != digest => {
+            Ok(r) => match &found {
+                None => found = Some((dir, r)),
+                Some((first, _)) => {
+                    let d = match &first_digest {
+                        Some(d) => d.clone(),
+                        None => content_digest(first).map_err(FindError::Invalid)?,
+                    };
+                    if content_digest(&dir).map_err(FindError::Invalid)? != d {
                         return Err(FindError::Conflict(Conflict {
                             key: key.to_string(),
                             first: first.clone(),
                             second: dir,
-                        }))
+                        }));
                     }
-                    Some(_) => {}
+                    first_digest = Some(d);
                 }
-            }
+            },
             Err(e) if e == "not cached" => {}
             Err(e) => why = e,
         }
     }
     match found {
-        Some((dir, r, _)) => Ok((dir, r)),
+        Some((dir, r)) => Ok((dir, r)),
         None => Err(FindError::Invalid(why)),
     }
 }
