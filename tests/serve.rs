@@ -54,3 +54,87 @@ fn serve_stops_at_the_first_ctrl_c() {
 fn serve_stops_at_sigterm() {
     assert_eq!(exit_code_after(libc::SIGTERM), Some(130));
 }
+
+/// `serve` answers only for files inside the site: `..`, its percent-encoded forms and an
+/// encoded root are refused with 403, and a file beside the site is never sent.
+#[test]
+fn serve_refuses_paths_out_of_the_site() {
+    use std::io::{Read, Write};
+    let p = Project::new("# Served\n\nNothing here trains.\n");
+    std::fs::write(p.root().join("secret.txt"), "SECRET-BESIDE-THE-SITE\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_revtx-book"))
+        .args(["serve", "--port", &port.to_string(), "--root"])
+        .arg(p.root())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    assert!(
+        lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.starts_with("serving ")),
+        "serve ended before it served"
+    );
+    // A raw request: clients (and curl) normalise `..` away before sending it.
+    let get = |path: &str| {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut out = String::new();
+        let _ = s.read_to_string(&mut out);
+        out
+    };
+    let ok = get("/");
+    let mut results = vec![("/".to_string(), ok.lines().next().unwrap_or("").to_string())];
+    let refused = [
+        "/../secret.txt",
+        "/%2e%2e/secret.txt",
+        "/%2E%2E%2Fsecret.txt",
+        "/static/..%2f..%2fsecret.txt",
+        "/%2F..%2Fsecret.txt",
+    ];
+    for path in refused {
+        let r = get(path);
+        results.push((path.to_string(), r.lines().next().unwrap_or("").to_string()));
+        assert!(
+            !r.contains("SECRET-BESIDE-THE-SITE"),
+            "{path} sent the file:\n{r}"
+        );
+        assert!(r.starts_with("HTTP/1.1 403"), "{path}: {r}");
+    }
+    // The file's absolute path, encoded: read as a name inside the site, which has none.
+    let absolute = format!(
+        "/{}",
+        p.root()
+            .join("secret.txt")
+            .display()
+            .to_string()
+            .replace('/', "%2F")
+    );
+    let r = get(&absolute);
+    assert!(
+        !r.contains("SECRET-BESIDE-THE-SITE"),
+        "{absolute} sent the file:\n{r}"
+    );
+    assert!(
+        r.starts_with("HTTP/1.1 403") || r.starts_with("HTTP/1.1 404"),
+        "{absolute}: {r}"
+    );
+    // SAFETY: signals our own child, not yet waited for.
+    unsafe { libc::kill(libc::pid_t::try_from(child.id()).unwrap(), libc::SIGTERM) };
+    let _ = child.wait();
+    assert!(
+        ok.starts_with("HTTP/1.1 200"),
+        "the control request failed: {results:?}"
+    );
+}

@@ -143,6 +143,18 @@ fn restart_after_compile(root: &Path) {
     eprintln!("cannot restart: {err}");
 }
 
+/// Whether a decoded request path names something inside the site: plain names only, no
+/// `..`, no root (`%2F` decodes to one), no backslash or NUL.
+fn inside_site(rel: &str) -> bool {
+    !rel.contains(['\\', '\0'])
+        && Path::new(rel).components().all(|c| {
+            matches!(
+                c,
+                std::path::Component::Normal(_) | std::path::Component::CurDir
+            )
+        })
+}
+
 fn respond(
     req: &tiny_http::Request,
     out: &Path,
@@ -155,10 +167,11 @@ fn respond(
         return tiny_http::Response::from_string(state.version.load(Ordering::SeqCst).to_string())
             .with_header(header("text/plain"));
     }
-    let rel = percent_encoding::percent_decode_str(url.trim_start_matches('/'))
+    let rel = percent_encoding::percent_decode_str(url)
         .decode_utf8_lossy()
-        .into_owned();
-    if rel.split('/').any(|c| c == "..") {
+        .trim_start_matches('/')
+        .to_string();
+    if !inside_site(&rel) {
         return tiny_http::Response::from_string("forbidden").with_status_code(403);
     }
     let mut path = out.join(&rel);
