@@ -173,6 +173,55 @@ mod tests {
     use super::*;
     use tch::Kind;
 
+    /// Puts the calling thread in the book's floating-point mode: every book run computes
+    /// with subnormal floats flushed to zero (the portable profile), so its kernels are
+    /// tested so too. libtorch's worker threads take the mode of the thread that starts
+    /// them, with the process's first parallel operation: the first call starts them here.
+    fn book_mode() {
+        static POOL: std::sync::Once = std::sync::Once::new();
+        crate::engine::numerics::pin_thread(crate::engine::profile::Profile::Portable);
+        POOL.call_once(|| {
+            let _ = Tensor::ones([1 << 22], (Kind::Float, tch::Device::Cpu)).sum(Kind::Float);
+        });
+        assert!(crate::engine::numerics::flushes_subnormals());
+    }
+
+    /// What the mode changes: a product whose exact result is subnormal is zero in it, in
+    /// Rust, in libtorch's kernels and in the engine's GELU (whose negative tail reaches
+    /// subnormal outputs with the mode off, as the second half shows).
+    #[test]
+    fn the_book_mode_flushes_subnormal_results_to_zero() {
+        let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        let subnormal = |v: &[f32]| {
+            v.iter()
+                .filter(|x| **x != 0.0 && x.abs() < f32::MIN_POSITIVE)
+                .count()
+        };
+        let grid = || Tensor::linspace(-13.3, -12.9, 20_001, (Kind::Float, tch::Device::Cpu));
+        let half = Tensor::from_slice(&[f32::MIN_POSITIVE; 64]) * 0.5;
+
+        crate::engine::numerics::pin_thread(crate::engine::profile::Profile::Native);
+        assert!(!crate::engine::numerics::flushes_subnormals());
+        assert!(std::hint::black_box(f32::MIN_POSITIVE) * 0.5 != 0.0);
+        let off = subnormal(&floats(&gelu(&grid())));
+        assert!(
+            off > 0,
+            "with the mode off GELU's tail reaches no subnormal output"
+        );
+
+        book_mode();
+        assert_eq!(std::hint::black_box(f32::MIN_POSITIVE) * 0.5, 0.0);
+        let flushed = Tensor::from_slice(&[f32::MIN_POSITIVE; 64]) * 0.5;
+        assert_eq!(subnormal(&floats(&half)), 64, "made with the mode off");
+        assert_eq!(subnormal(&floats(&flushed)), 0, "libtorch's product");
+        assert_eq!(floats(&flushed).iter().filter(|x| **x == 0.0).count(), 64);
+        assert_eq!(
+            subnormal(&floats(&gelu(&grid()))),
+            0,
+            "GELU in the book's mode ({off} subnormal outputs with it off)"
+        );
+    }
+
     fn close(a: &Tensor, b: &Tensor) -> bool {
         a.allclose(b, 1e-5, 1e-5, false)
     }
@@ -190,6 +239,7 @@ mod tests {
     #[test]
     fn products_match_libtorch_forward_and_backward() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        book_mode();
         tch::manual_seed(1);
         let opts = (Kind::Float, tch::Device::Cpu);
         let qkv = Tensor::randn([3, 7, 2, 3 * 8], opts); // (b, t, h, 3 d_k), split below
@@ -244,6 +294,7 @@ mod tests {
     #[test]
     fn fused_attention_matches_the_readable_function() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        book_mode();
         tch::manual_seed(3);
         let (b, t, d, h) = (3, 11, 24, 2); // d_k = 12: a whole register and a tail
         for o in every_switch() {
@@ -278,6 +329,7 @@ mod tests {
         // the middle of another test's seeded initialisation (it once made the causal-mask
         // test build two different models).
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        book_mode();
         let x = Tensor::linspace(-6.0, 6.0, 240_001, (Kind::Float, tch::Device::Cpu))
             .set_requires_grad(true);
         let y = gelu(&x);
@@ -318,6 +370,7 @@ mod tests {
     #[test]
     fn layer_norm_matches_libtorch_forward_and_backward() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        book_mode();
         tch::manual_seed(4);
         let opts = (Kind::Float, tch::Device::Cpu);
         for n in [24, 12, 64] {
@@ -339,6 +392,7 @@ mod tests {
     #[test]
     fn linear_matches_libtorch_forward_and_backward() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        book_mode();
         tch::manual_seed(2);
         let opts = (Kind::Float, tch::Device::Cpu);
         for (inp, out) in [(16, 12), (12, 20)] {
@@ -424,6 +478,7 @@ mod tests {
     #[test]
     fn every_gemm_kernel_computes_the_fused_multiply_add_chain_bit_for_bit() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        book_mode();
         tch::manual_seed(5);
         let opts = (Kind::Float, tch::Device::Cpu);
         let kernels = widths();
@@ -470,6 +525,7 @@ mod tests {
     #[test]
     fn fused_mlp_computes_the_bits_of_its_parts() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        book_mode();
         tch::manual_seed(7);
         let opts = (Kind::Float, tch::Device::Cpu);
         let widest = *widths().last().expect("AVX2 at least");
@@ -714,6 +770,7 @@ mod tests {
     #[test]
     fn fused_attention_computes_its_documented_order_bit_for_bit() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        book_mode();
         tch::manual_seed(7);
         for (b, t, d, h) in [(2, 13, 64, 2), (2, 11, 24, 2), (1, 5, 16, 2)] {
             for o in every_switch() {
@@ -736,6 +793,7 @@ mod tests {
     #[test]
     fn gelu_in_either_width_computes_the_same_bits() {
         let _g = crate::engine::model::TORCH_RNG.lock().unwrap();
+        book_mode();
         tch::manual_seed(6);
         let opts = (Kind::Float, tch::Device::Cpu);
         let widest = *widths().last().expect("AVX2 at least");
