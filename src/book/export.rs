@@ -84,10 +84,17 @@ struct Pairs<'a> {
     outputs: &'a [String],
 }
 
-/// Writes `dir/manifest.json`, `dir/decodes.json` and one `dir/<id>.bin` per model.
-/// Returns the bytes written for the weights.
-pub fn write(dir: &Path, models: &[Model]) -> Result<usize, String> {
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+/// What an export makes.
+pub struct Export {
+    /// The files by name: `manifest.json`, `decodes.json` and one `<id>.bin` per model.
+    pub files: Vec<(String, Vec<u8>)>,
+    /// The bytes of the weights among them.
+    pub weights: usize,
+}
+
+/// The export of `models`.
+pub fn files(models: &[Model]) -> Result<Export, String> {
+    let mut out = Vec::new();
     let mut manifest = Manifest {
         format: 1,
         models: Vec::new(),
@@ -101,10 +108,11 @@ pub fn write(dir: &Path, models: &[Model]) -> Result<usize, String> {
             .as_ref()
             .ok_or_else(|| format!("`{}` is not a training run", m.id))?;
         let (floats, tensors) = read_weights(&m.entry.join(WEIGHTS_FILE))?;
-        let packed = pack(&floats)?;
+        let packed = packed(m.entry, m.key, &floats)?;
         let file = format!("{}.bin", m.id);
-        std::fs::write(dir.join(&file), &packed).map_err(|e| e.to_string())?;
         total += packed.len();
+        let bytes = packed.len();
+        out.push((file.clone(), packed));
         let data = &m.result.config.data;
         manifest.models.push(ManifestModel {
             id: m.id,
@@ -117,7 +125,7 @@ pub fn write(dir: &Path, models: &[Model]) -> Result<usize, String> {
             train_lengths: [data.min_len, data.max_len],
             first_untrained: train.positions.first_untrained,
             file,
-            bytes: packed.len(),
+            bytes,
             floats: floats.len(),
             tensors,
             attention: AttentionInfo {
@@ -146,9 +154,12 @@ pub fn write(dir: &Path, models: &[Model]) -> Result<usize, String> {
     }
     let manifest = serde_json::to_vec(&manifest).map_err(|e| e.to_string())?;
     let decodes = serde_json::to_vec(&decodes).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("manifest.json"), manifest).map_err(|e| e.to_string())?;
-    std::fs::write(dir.join("decodes.json"), decodes).map_err(|e| e.to_string())?;
-    Ok(total)
+    out.push(("manifest.json".into(), manifest));
+    out.push(("decodes.json".into(), decodes));
+    Ok(Export {
+        files: out,
+        weights: total,
+    })
 }
 
 /// Every tensor of a safetensors file as float32, in name order, with where each starts.
@@ -179,6 +190,35 @@ fn read_weights(path: &Path) -> Result<(Vec<f32>, Vec<TensorInfo>), String> {
 }
 
 /// Byte-plane shuffle, then gzip: lossless, and a fifth smaller than the raw floats.
+/// `pack(floats)` for the cache entry `entry` (under key `key`). Packing at gzip's best
+/// level takes about 40 ms a model, every build: the packed file is kept in the run cache
+/// (`<cache>/widget/<key>.v1.gz`) and used again only when it unpacks to exactly these
+/// floats, so a stale or damaged copy is packed afresh, never published.
+fn packed(entry: &Path, key: &str, floats: &[f32]) -> Result<Vec<u8>, String> {
+    let memo = entry
+        .parent()
+        .and_then(Path::parent)
+        .map(|cache| cache.join("widget").join(format!("{key}.v1.gz")));
+    if let Some(bytes) = memo.as_ref().and_then(|m| std::fs::read(m).ok()) {
+        let same = unpack(&bytes).is_ok_and(|back| {
+            back.len() == floats.len()
+                && back
+                    .iter()
+                    .zip(floats)
+                    .all(|(a, b)| a.to_bits() == b.to_bits())
+        });
+        if same {
+            return Ok(bytes);
+        }
+    }
+    let bytes = pack(floats)?;
+    if let Some(m) = memo {
+        // A memo: a build that cannot keep it still publishes the right bytes.
+        let _ = super::site::write_atomic(&m, &bytes);
+    }
+    Ok(bytes)
+}
+
 fn pack(floats: &[f32]) -> Result<Vec<u8>, String> {
     let n = floats.len();
     let mut planes = vec![0u8; 4 * n];

@@ -36,6 +36,7 @@ pub mod plan;
 pub mod render;
 pub mod runs;
 pub mod site;
+pub mod sitefiles;
 pub mod tables;
 
 use claims::ClaimRecord;
@@ -143,7 +144,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
             &opts.root,
             &run_opts.engine,
             run_opts.profile,
-            opts.ignore_numerics,
+            (opts.ignore_numerics, opts.bless),
             &mut o.sources,
             &mut o.diags,
         );
@@ -154,6 +155,13 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
         }
         o.comparable = gate.comparable;
         measured = gate.measured;
+    } else {
+        numerics::recorded_by_this_engine(
+            &opts.root,
+            run_opts.profile,
+            &mut o.sources,
+            &mut o.diags,
+        );
     }
 
     let mut run_diags = Vec::new();
@@ -192,8 +200,12 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     if opts.bless {
         bless_stage(opts, o, &claims, measured.as_ref());
     }
-    if opts.deny_warnings || book.config.deny_warnings {
-        diag::deny_warnings(&mut o.diags);
+    // `--deny-warnings` denies every warning, the machine's included; the book's own
+    // `deny_warnings` denies the warnings about its text.
+    if opts.deny_warnings {
+        diag::deny_warnings(&mut o.diags, diag::Deny::All);
+    } else if book.config.deny_warnings {
+        diag::deny_warnings(&mut o.diags, diag::Deny::Text);
     }
 
     let t = Instant::now();

@@ -1,5 +1,5 @@
-//! Write: rendered chapters, the index, the Runs appendix and assets → `site/`, assembled
-//! in a temporary sibling directory and swapped in with renames at the end.
+//! Write: rendered chapters, the index, the Runs appendix and assets → the site's files
+//! (`sitefiles::Files`), assembled in memory and then written, only what changed.
 //!
 //! A failed or interrupted build therefore leaves the previous site intact. The page
 //! templates (`page.html`, `index.html`, `runs.html`, `overlay.html`) are rendered here.
@@ -11,6 +11,7 @@ use super::parse::directive::WidgetModel;
 use super::parse::{Book, Directive};
 use super::render::{self, RenderedChapter, SearchEntry};
 use super::runs::Results;
+use super::sitefiles::Files;
 use crate::engine::{CODE_FINGERPRINT, LIBTORCH_VERSION};
 use anyhow::{Context, Result};
 use minijinja::{context, Environment};
@@ -64,18 +65,15 @@ pub fn templates(root: &Path) -> Result<Environment<'static>> {
     Ok(env)
 }
 
-/// Builds the site in a temp dir next to `out`, then swaps it in.
-pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
+/// Renders the site's files, then makes `out` hold exactly them.
+pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<super::sitefiles::Written> {
+    files(root, ctx)?.write(out)
+}
+
+/// Every file of the site, rendered.
+pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
     let env = templates(root)?;
-    let parent = out
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".site-tmp-")
-        .tempdir_in(parent)?;
-    let dir = tmp.path();
+    let mut files = Files::default();
 
     let book = ctx.book;
     let mut nav = vec![("Home".to_string(), "index.html".to_string())];
@@ -120,10 +118,10 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
     // Chapters.
     let mut search: Vec<SearchEntry> = Vec::new();
     for ch in ctx.chapters {
-        std::fs::write(
-            dir.join(&ch.slug),
+        files.bytes(
+            ch.slug.clone(),
             page(&ch.title, &ch.slug, "chapter", ch.html.clone(), &ch.toc)?,
-        )?;
+        );
         search.extend(ch.search.iter().cloned());
     }
 
@@ -137,13 +135,13 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
         book => context! { title => &book.config.title, author => &book.config.author, description => &book.config.description },
         chapters => chapters,
     })?;
-    std::fs::write(
-        dir.join("index.html"),
+    files.bytes(
+        "index.html",
         page(&book.config.title, "index.html", "index", index, &[])?,
-    )?;
+    );
 
     // Runs appendix and downloads.
-    let runs_view = downloads(ctx.results, &dir.join("runs"))?;
+    let runs_view = downloads(ctx.results, &mut files);
     let runs_html = env.get_template("runs.html")?.render(context! { runs => runs_view, libtorch => LIBTORCH_VERSION, fingerprint => CODE_FINGERPRINT })?;
     let runs_toc: Vec<render::TocEntry> = ctx
         .results
@@ -155,30 +153,33 @@ pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<()> {
             text: p.id.clone(),
         })
         .collect();
-    std::fs::write(
-        dir.join("runs.html"),
+    files.bytes(
+        "runs.html",
         page("Runs", "runs.html", "runs", runs_html, &runs_toc)?,
-    )?;
+    );
 
     // The widget's models, when the book has a widget.
     let models = widget_models(book);
     if !models.is_empty() {
-        export_models(ctx.results, &models, &dir.join(MODELS_DIR))?;
+        for (name, bytes) in export_models(ctx.results, &models)?.files {
+            files.bytes(format!("{MODELS_DIR}{name}"), bytes);
+        }
     }
 
     // Assets and metadata.
-    copy_dir(&root.join("static"), &dir.join("static"))?;
-    std::fs::write(dir.join("search-index.json"), serde_json::to_vec(&search)?)?;
-    std::fs::write(dir.join("claims.json"), ctx.claims_json)?;
-    std::fs::write(dir.join(".nojekyll"), "")?;
-
-    swap_in(&tmp.keep(), out)
+    files.copy_tree("static", &root.join("static"))?;
+    files.bytes("search-index.json", serde_json::to_vec(&search)?);
+    files.bytes("claims.json", ctx.claims_json);
+    files.bytes(".nojekyll", "");
+    Ok(files)
 }
 
-/// Writes each run's downloads (result, weights, loss as CSV) into `runs_dir`, and returns
-/// what `runs.html` shows of them.
-fn downloads(results: &Results, runs_dir: &Path) -> Result<Vec<minijinja::Value>> {
-    std::fs::create_dir_all(runs_dir)?;
+/// What `runs.html` shows where a column does not apply to a run.
+const DASH: &str = "\u{2014}";
+
+/// Adds each run's downloads (result, weights, loss as CSV) under `runs/`, and returns what
+/// `runs.html` shows of them.
+fn downloads(results: &Results, files: &mut Files) -> Vec<minijinja::Value> {
     let mut runs_view = Vec::new();
     for plan in &results.plans {
         let Some(produced) = results.by_run.get(&plan.id) else {
@@ -187,29 +188,36 @@ fn downloads(results: &Results, runs_dir: &Path) -> Result<Vec<minijinja::Value>
         let mut seeds = Vec::new();
         for p in produced {
             let stem = format!("{}-s{}", plan.id, p.result.seed);
-            link_or_copy(
-                &p.dir.join("result.json"),
-                &runs_dir.join(format!("{stem}.json")),
-            )?;
+            files.link(format!("runs/{stem}.json"), &p.dir.join("result.json"));
             let weights = p.dir.join("weights.safetensors");
             let has_weights = weights.exists();
             if has_weights {
-                link_or_copy(&weights, &runs_dir.join(format!("{stem}.safetensors")))?;
+                files.link(format!("runs/{stem}.safetensors"), &weights);
             }
             let mut csv = String::from("step,loss\n");
             if let Some(t) = &p.result.train {
                 for (i, l) in t.losses.iter().enumerate() {
                     let _ = writeln!(csv, "{},{l}", i + 1);
                 }
-                std::fs::write(runs_dir.join(format!("{stem}-loss.csv")), csv)?;
+                files.bytes(format!("runs/{stem}-loss.csv"), csv);
             }
             let e = &p.result.env;
+            // A probe run trains no model: it has no parameters, training time or speed to
+            // show, and "0" would read as a measurement.
+            let trained = p.result.train.is_some();
+            let shown = |v: f64| {
+                if trained {
+                    format!("{v:.1}")
+                } else {
+                    DASH.into()
+                }
+            };
             seeds.push(context! {
                 seed => p.result.seed,
                 cached => p.cached,
-                train_seconds => format!("{:.1}", e.train_seconds),
+                train_seconds => shown(e.train_seconds),
                 eval_seconds => format!("{:.1}", e.eval_seconds),
-                steps_per_second => format!("{:.1}", e.steps_per_second),
+                steps_per_second => shown(e.steps_per_second),
                 threads => e.threads,
                 cpu => &e.cpu,
                 libtorch => &e.libtorch,
@@ -218,7 +226,7 @@ fn downloads(results: &Results, runs_dir: &Path) -> Result<Vec<minijinja::Value>
                 json => format!("runs/{stem}.json"),
                 csv => p.result.train.as_ref().map(|_| format!("runs/{stem}-loss.csv")),
                 weights => has_weights.then(|| format!("runs/{stem}.safetensors")),
-                params => p.result.params,
+                params => if p.result.params > 0 { p.result.params.to_string() } else { DASH.into() },
             });
         }
         runs_view.push(context! {
@@ -227,7 +235,7 @@ fn downloads(results: &Results, runs_dir: &Path) -> Result<Vec<minijinja::Value>
             seeds => seeds,
         });
     }
-    Ok(runs_view)
+    runs_view
 }
 
 /// The models of every widget in the book, each run once, in the order they first appear.
@@ -247,9 +255,9 @@ pub fn widget_models(book: &Book) -> Vec<&WidgetModel> {
     out
 }
 
-/// Writes `models` (each run's first seed, from its cache entry) into `dir`: the manifest,
-/// the engine's decodes and one weights file per model. Returns the weights' bytes.
-pub fn export_models(results: &Results, models: &[&WidgetModel], dir: &Path) -> Result<usize> {
+/// The files that export `models` (each run's first seed, from its cache entry): the
+/// manifest, the engine's decodes and one weights file per model; and the weights' bytes.
+pub fn export_models(results: &Results, models: &[&WidgetModel]) -> Result<export::Export> {
     let mut list = Vec::new();
     for m in models {
         let produced = results
@@ -270,16 +278,17 @@ pub fn export_models(results: &Results, models: &[&WidgetModel], dir: &Path) -> 
             entry: &produced.dir,
         });
     }
-    let total = export::write(dir, &list)
+    let export = export::files(&list)
         .map_err(|e| anyhow::anyhow!(e))
         .context("exporting the widget's models")?;
+    let total = export.weights;
     anyhow::ensure!(
         total <= export::BUDGET,
         "the widget's models weigh {total} bytes together, over the budget of {} bytes: \
          list fewer models",
         export::BUDGET
     );
-    Ok(total)
+    Ok(export)
 }
 
 /// When the site was built, in Unix seconds: `SOURCE_DATE_EPOCH` if set (reproducible
@@ -293,43 +302,4 @@ fn build_time() -> u64 {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs())
         })
-}
-
-/// Replaces `out` with `new` using renames; the old site is removed only afterwards.
-fn swap_in(new: &Path, out: &Path) -> Result<()> {
-    if out.exists() {
-        let old = out.with_file_name(format!(".site-old-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&old);
-        std::fs::rename(out, &old)
-            .with_context(|| format!("moving the old {} aside", out.display()))?;
-        std::fs::rename(new, out)
-            .with_context(|| format!("moving the new site into {}", out.display()))?;
-        let _ = std::fs::remove_dir_all(&old);
-    } else {
-        std::fs::rename(new, out)?;
-    }
-    Ok(())
-}
-
-fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
-    if std::fs::hard_link(from, to).is_err() {
-        std::fs::copy(from, to).with_context(|| format!("copying {}", from.display()))?;
-    }
-    Ok(())
-}
-
-fn copy_dir(from: &Path, to: &Path) -> Result<()> {
-    for entry in walkdir::WalkDir::new(from).follow_links(true) {
-        let entry = entry?;
-        let rel = entry.path().strip_prefix(from)?;
-        let dest = to.join(rel);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&dest)?;
-        } else {
-            // Copied, not linked: nothing written into the site may ever reach the sources.
-            std::fs::copy(entry.path(), &dest)
-                .with_context(|| format!("copying {}", entry.path().display()))?;
-        }
-    }
-    Ok(())
 }
