@@ -93,8 +93,37 @@ fn mask_numbers(s: &str) -> String {
     out
 }
 
+/// Whether to rewrite the snapshots: only when `REVTX_UPDATE_SNAPSHOTS=1`, and never under
+/// CI, where a rewritten snapshot would pass for one that held. Any other value is a
+/// mistake worth stopping on (`0` or an empty value used to rewrite them too).
 fn updating() -> bool {
-    std::env::var_os("REVTX_UPDATE_SNAPSHOTS").is_some()
+    update_mode(
+        std::env::var("REVTX_UPDATE_SNAPSHOTS").ok().as_deref(),
+        common::under_ci(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn update_mode(value: Option<&str>, ci: bool) -> Result<bool, String> {
+    match value {
+        None => Ok(false),
+        Some("1") if ci => Err("REVTX_UPDATE_SNAPSHOTS=1 under CI: snapshots are recorded on a developer's machine and committed, never rewritten by CI".into()),
+        Some("1") => Ok(true),
+        Some(v) => Err(format!(
+            "REVTX_UPDATE_SNAPSHOTS={v:?}: set it to 1 to rewrite the snapshots, or unset it"
+        )),
+    }
+}
+
+#[test]
+fn snapshots_are_rewritten_only_when_asked_and_never_under_ci() {
+    assert_eq!(update_mode(None, false), Ok(false));
+    assert_eq!(update_mode(None, true), Ok(false));
+    assert_eq!(update_mode(Some("1"), false), Ok(true));
+    assert!(update_mode(Some("1"), true).is_err());
+    for v in ["0", "", "true", "yes"] {
+        assert!(update_mode(Some(v), false).is_err(), "{v:?}");
+    }
 }
 
 fn snapshot(name: &str, actual: &str) {
@@ -420,6 +449,7 @@ fn make_results(p: &Project) {
         env.isa = "avx2 fma".into();
         env.code_fingerprint = "fixture".into();
         env.started_unix = 1_700_000_000;
+        env.phases = revtx_book::engine::result::StepPhases::default();
         let name = format!("{:?}-s{}.json", r.config.kind, r.seed).to_lowercase();
         std::fs::write(
             dir.join(name),
