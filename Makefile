@@ -5,6 +5,8 @@ CARGO ?= cargo
 BIN := target/release/revtx-book
 # Figures the chapter draws (loss, block diagram, sharpening, attention, faults).
 FIGURES := 5
+# The models of the chapter's widget, in the order it lists them.
+MODELS := reference,noscale,softq,nomask
 
 .PHONY: site test check setup build bench crosscheck browser lint-workflows clean-site
 
@@ -32,7 +34,7 @@ test: build
 	$(BIN) check --deny-warnings
 	$(BIN) build --offline --quiet --deny-warnings
 	tests/browser/setup.sh
-	node tests/browser/e2e.mjs site --figures $(FIGURES)
+	node tests/browser/e2e.mjs site --figures $(FIGURES) --models $(MODELS)
 	node tests/browser/lint-workflows.mjs .github/workflows/*.yml
 
 bench: build
@@ -49,7 +51,7 @@ crosscheck: site
 # site/ served under a sub-path; screenshots go to tests/artifacts/.
 browser:
 	tests/browser/setup.sh
-	node tests/browser/e2e.mjs site --figures $(FIGURES)
+	node tests/browser/e2e.mjs site --figures $(FIGURES) --models $(MODELS)
 
 lint-workflows:
 	tests/browser/setup.sh

@@ -2,7 +2,7 @@
 // End-to-end test of the built site, as a reader would use it: headless Chromium
 // against the site served on loopback under a sub-path (like GitHub Pages /repo/).
 //
-//   node tests/browser/e2e.mjs SITE_DIR [--figures N] [--page chapter-1.html]
+//   node tests/browser/e2e.mjs SITE_DIR [--figures N] [--models a,b,c] [--page chapter-1.html]
 //                              [--artifacts DIR] [--chromium PATH]
 //
 // SITE_DIR is what `revtx-book build` wrote (index.html, chapter-*.html, runs.html,
@@ -12,14 +12,21 @@
 //
 // --figures N  the chapter page must have exactly N `figure.plot` figures
 //              (default: at least 1).
+// --models L   the chapter page must have the reader's widget, and its manifest exactly
+//              these models (comma-separated run ids, in order). Without it a widget that
+//              is there is still tested.
 // --page P     the chapter page to check in depth (default: the first chapter-*.html).
 //
 // Each check prints `ok - name` or `not ok - name: reason`, and the run ends with the
 // line `browser: N passed, N failed` (plus `, N skipped` when the checks could not run).
+// Every check requires the count it should find: the chapter's quoted figures are counted
+// against the site's claims.json, and a check that finds nothing to check fails.
+//
 // Exit status 1 on any failure. When Chromium (or the npm packages) is missing, every
-// check is skipped: locally the exit status is then 0 and the skip is loud; under
-// CI=true (CI runs the README's test command with it) a test that cannot run is a
-// failure, with the reason. tests/browser/setup.sh installs both.
+// check is skipped: locally the exit status is then 0 and the skip is loud; under CI
+// (CI set to anything but "", "0" or "false"; CI runs the README's test command with
+// CI=true) a test that cannot run is a failure, with the reason. tests/browser/setup.sh
+// installs both.
 //
 // Screenshots of the chapter page (desktop 1280x900, phone 390x844, light and dark)
 // go to tests/artifacts/ (or --artifacts DIR).
@@ -60,14 +67,21 @@ const CHECKS = [
   "screenshots written",
   "no failed or off-machine requests, no console errors",
   "widget: the trained models run in the page (tests/browser/widget.mjs)",
+  "runs table fits the column or scrolls in its own box (1280 and 390 px)",
 ];
+
+/** Whether this is CI: CI set to anything but "", "0" or "false" (CI=true, CI=1, ...). */
+function underCi(env = process.env) {
+  const v = (env.CI ?? "").trim().toLowerCase();
+  return v !== "" && v !== "0" && v !== "false";
+}
 
 /* ---------------------------------------------------------------- CLI */
 
 function usage(msg) {
   if (msg) console.error(`e2e.mjs: ${msg}`);
   console.error(
-    "usage: node tests/browser/e2e.mjs SITE_DIR [--figures N] [--page FILE] [--artifacts DIR] [--chromium PATH]"
+    "usage: node tests/browser/e2e.mjs SITE_DIR [--figures N] [--models a,b] [--page FILE] [--artifacts DIR] [--chromium PATH]"
   );
   process.exit(2);
 }
@@ -76,6 +90,7 @@ function parseArgs(argv) {
   const o = {
     site: null,
     figures: null,
+    models: null,
     page: null,
     artifacts: path.join(REPO, "tests", "artifacts"),
     chromium: process.env.CHROMIUM || "/usr/bin/chromium",
@@ -92,6 +107,9 @@ function parseArgs(argv) {
       const n = Number(val());
       if (!Number.isInteger(n) || n < 0) usage("--figures needs a whole number");
       o.figures = n;
+    } else if (a.startsWith("--models")) {
+      o.models = val().split(",").map((m) => m.trim()).filter(Boolean);
+      if (!o.models.length) usage("--models needs at least one run id");
     } else if (a.startsWith("--page")) o.page = val();
     else if (a.startsWith("--artifacts")) o.artifacts = path.resolve(val());
     else if (a.startsWith("--chromium")) o.chromium = val();
@@ -157,7 +175,7 @@ function fail(message, details) {
 }
 
 function skipAll(reason) {
-  if (process.env.CI === "true") {
+  if (underCi()) {
     // In CI a browser test that cannot run must not pass for one that did.
     console.log(`not ok - run: the browser test cannot run: ${reason}`);
     failed = CHECKS.length;
@@ -290,6 +308,20 @@ const { server, log: serverLog, port } = await startServer(fs.realpathSync(opts.
 const ORIGIN = `http://127.0.0.1:${port}`;
 const BASE = ORIGIN + PREFIX;
 const CHAPTER = BASE + chapterPage;
+
+/** How many claims the site's claims.json records for `page` (chapter-1.html holds those
+ * of book/chapter-1.md), or null when it records none or cannot be read. */
+function claimsFor(page) {
+  let all;
+  try {
+    all = JSON.parse(fs.readFileSync(path.join(opts.site, "claims.json"), "utf8"));
+  } catch {
+    return null;
+  }
+  const stem = page.replace(/\.html$/, "");
+  const n = all.filter((c) => path.basename(String(c.file)).replace(/\.md$/, "") === stem).length;
+  return n || null;
+}
 console.log(`# serving ${opts.site} at ${BASE}; chapter page ${chapterPage}; pages: ${pages.join(", ")}`);
 
 let browser;
@@ -719,8 +751,11 @@ try {
   });
 
   await check(CHECKS[7], async () => {
+    // As many `.claim` elements as the build recorded claims for this chapter.
+    const want = claimsFor(chapterPage);
     const n = await page.locator(".claim").count();
-    if (!n) return "no quoted figures (.claim) on the page";
+    if (want === null) fail(`claims.json records no claims for ${chapterPage}`);
+    if (n !== want) fail(`${n} quoted figures (.claim) on the page; claims.json records ${want}`);
     const claim = page.locator(".claim").first();
     await claim.scrollIntoViewIfNeeded();
     await page.evaluate(() => window.scrollBy({ top: -200, behavior: "instant" }));
@@ -856,6 +891,8 @@ try {
       return { vw, n: boxes.length, bad: bad.slice(0, 12), scrolling };
     });
     if (o.bad.length) fail(`${o.bad.length} cut off at ${o.vw}px: ${o.bad[0]}`, o.bad);
+    const least = Math.max(1, opts.figures ?? 1);
+    if (o.n < least) fail(`${o.n} equations, tables and figures on the page; expected at least ${least}`);
     return `${o.n} boxes at ${o.vw}px: all visible; ${o.scrolling} scroll inside their own box`;
   });
 
@@ -910,6 +947,8 @@ try {
       }
     }
     if (problems.length) fail(`${problems.length} broken: ${problems[0]}`, problems.slice(0, 20));
+    const anchors = [...pageInfo.values()].flatMap((i) => i.links).filter((l) => l.tag === "a" && l.abs && l.abs.startsWith(ORIGIN) && l.abs.includes("#")).length;
+    if (n < pageInfo.size || !anchors) fail(`only ${n} links and assets on ${pageInfo.size} pages, ${anchors} to anchors: nothing much was checked`);
     return `${n} links and assets on ${pageInfo.size} pages, ${seen.size} distinct targets`;
   });
 
@@ -941,15 +980,52 @@ try {
   if (fs.readFileSync(path.join(opts.site, chapterPage), "utf8").includes('class="reverse-widget"')) {
     const wpage = await ctx.newPage();
     try {
-      await testWidget(wpage, { baseUrl: BASE, chapterUrl: CHAPTER, log: note, check, axeSource });
+      await testWidget(wpage, { baseUrl: BASE, chapterUrl: CHAPTER, log: note, check, axeSource, models: opts.models });
     } catch (e) {
       await check(CHECKS[16], () => fail(`the widget test stopped: ${oneLine(e && e.message ? e.message : e)}`));
     } finally {
       await wpage.close();
     }
   } else {
-    await check(CHECKS[16], () => `${chapterPage} has no widget: nothing to check`);
+    await check(CHECKS[16], () => {
+      if (opts.models) fail(`${chapterPage} has no widget; --models asks for ${opts.models.join(", ")}`);
+      return `${chapterPage} has no widget, and --models asks for none`;
+    });
   }
+
+  await check(CHECKS[17], async () => {
+    // Every runs table either fits the text column or scrolls inside its own box, which
+    // itself fits the column; its last column must be reachable, never cut off.
+    const out = [];
+    for (const [name, c] of [["1280 px", ctx], ["390 px", phone]]) {
+      const p = await open(c, BASE + "runs.html");
+      const o = await p.evaluate(() => {
+        const vw = document.documentElement.clientWidth;
+        const col = document.querySelector(".content");
+        const cr = col ? col.getBoundingClientRect() : { left: 0, right: vw };
+        const tables = [...document.querySelectorAll(".content table")];
+        const bad = [];
+        let scrolling = 0;
+        for (const t of tables) {
+          const r = t.getBoundingClientRect();
+          const box = t.parentElement.closest(".table-wrap");
+          const scrolls = box && /(auto|scroll)/.test(getComputedStyle(box).overflowX);
+          const outer = scrolls ? box.getBoundingClientRect() : r;
+          if (outer.right > Math.min(vw, cr.right) + 1 || outer.left < cr.left - 1)
+            bad.push(`table ${tables.indexOf(t) + 1} reaches x=${Math.round(outer.right)}px; the column ends at ${Math.round(cr.right)}px`);
+          else if (!scrolls && r.right > outer.right + 1) bad.push(`table ${tables.indexOf(t) + 1} is cut off`);
+          if (scrolls && box.scrollWidth > box.clientWidth + 1) scrolling++;
+        }
+        return { n: tables.length, bad, scrolling, page: document.documentElement.scrollWidth, vw };
+      });
+      await p.close();
+      if (!o.n) fail(`runs.html at ${name} has no tables`);
+      if (o.page > o.vw + 1) fail(`runs.html is ${o.page}px wide in a ${o.vw}px window`);
+      if (o.bad.length) fail(`runs.html at ${name}: ${o.bad[0]}`, o.bad.slice(0, 10));
+      out.push(`${name}: ${o.n} tables fit, ${o.scrolling} scroll in their own box`);
+    }
+    return out.join("; ");
+  });
 
   await phone.close();
   await ctx.close();

@@ -12,6 +12,8 @@
 // check       e2e.mjs `check(name, fn)`: fn throws to fail, returns a note to pass
 // axeSource   optional axe.min.js source: when given, the loaded widget (heatmaps
 //             drawn) is checked in both themes for serious/critical violations
+// models      optional run ids: the manifest must hold exactly these, in this order
+//             (without it, it must hold at least the reference model)
 //
 // It checks that the models load lazily; that every model decodes the chapter's 500
 // test and 200 long strings in the page exactly like the engine (models/decodes.json);
@@ -267,7 +269,7 @@ async function axeWidget(page, axeSource, theme) {
 
 /* ---------------------------------------------------------------- entry */
 
-export async function testWidget(page, { baseUrl, chapterUrl, log = console.log, check, axeSource } = {}) {
+export async function testWidget(page, { baseUrl, chapterUrl, log = console.log, check, axeSource, models = null } = {}) {
   const url = chapterUrl || new URL("chapter-1.html", baseUrl).href;
   let data = null;
 
@@ -284,13 +286,19 @@ export async function testWidget(page, { baseUrl, chapterUrl, log = console.log,
   });
   if (!data) return;
 
-  if (!data.manifest.models.some((m) => m.id === MUST_AGREE)) {
-    await check(`widget: the manifest has the ${MUST_AGREE} model`, () => fail(`no ${MUST_AGREE} in the manifest`));
-  }
+  const ids = data.manifest.models.map((m) => m.id);
+  await check(`widget: the manifest has ${models ? models.join(", ") : `the ${MUST_AGREE} model`}`, () => {
+    if (models && ids.join(",") !== models.join(",")) fail(`the manifest has [${ids.join(", ")}], expected [${models.join(", ")}]`);
+    if (!ids.includes(MUST_AGREE)) fail(`no ${MUST_AGREE} in the manifest [${ids.join(", ")}]`);
+    return `${ids.length} models`;
+  });
   for (const entry of data.manifest.models) {
     await check(`widget: ${entry.id} decodes like the engine (every string)`, async () => {
       const sets = data.decodes[entry.id];
       if (!sets) fail(`decodes.json has no ${entry.id}`);
+      for (const name of ["test", "long"])
+        if (!sets[name] || !sets[name].inputs.length || sets[name].inputs.length !== sets[name].outputs.length)
+          fail(`decodes.json has no ${name} strings for ${entry.id} (or inputs and outputs differ in number)`);
       const r = await parityOf(page, entry.id, { test: sets.test, long: sets.long });
       const ms = ((r.test.ms * r.test.total + r.long.ms * r.long.total) / (r.test.total + r.long.total)).toFixed(1);
       log(`widget parity ${entry.id}: test ${r.test.agree}/${r.test.total}, long ${r.long.agree}/${r.long.total} (${ms} ms a decode)`);
@@ -305,6 +313,12 @@ export async function testWidget(page, { baseUrl, chapterUrl, log = console.log,
     const bad = [];
     for (const entry of data.manifest.models) {
       const engine = data.decodes[entry.id]?.attention ?? entry.attention;
+      const cells = (engine?.weights ?? []).flat(3).length;
+      const n = engine?.tokens?.length ?? 0;
+      if (!n || !cells || cells % (n * n) !== 0) {
+        bad.push(`${entry.id} has ${cells} attention weights for ${n} tokens`);
+        continue;
+      }
       const diff = await attentionDiff(page, entry.id, engine);
       log(`widget attention ${entry.id} (${engine.input}): max |page − engine| ${diff.toExponential(2)}`);
       if (!(diff < ATTENTION_TOLERANCE)) bad.push(`${entry.id} ${diff.toExponential(2)}`);
