@@ -143,17 +143,17 @@ fn three_shards_merge_into_the_unsharded_site() {
     }
 }
 
-/// The byte range of the `i`th number in the result's `"losses":[...]`, as written.
-fn loss_token(text: &str, i: usize) -> std::ops::Range<usize> {
+/// The byte ranges of the numbers in the result's `"losses":[...]`, as written.
+fn loss_tokens(text: &str) -> Vec<std::ops::Range<usize>> {
     let open = text.find("\"losses\":[").expect("a losses array") + "\"losses\":[".len();
+    let close = open + text[open..].find(']').expect("the array ends");
+    let mut out = Vec::new();
     let mut start = open;
-    for (k, tok) in text[open..].split([',', ']']).enumerate() {
-        if k == i {
-            return start..start + tok.len();
-        }
+    for tok in text[open..close].split(',') {
+        out.push(start..start + tok.len());
         start += tok.len() + 1;
     }
-    panic!("fewer than {} losses", i + 1)
+    out
 }
 
 /// A second cache holding the tiny run's entry changed by `edit` (result text, weights
@@ -216,12 +216,32 @@ fn assert_conflict(p: &Project, other: &Path, forged: &Path) {
     assert!(codes.contains(&"cache-conflict"), "{codes:?}");
 }
 
+/// Whether `x` and its neighbour one bit away, written as the engine writes floats, read
+/// back through `serde_json::Value` (its default, best-effort float parsing) as the same
+/// value: a digest over re-parsed JSON could not tell them apart. About one value in 17
+/// near the chapter's losses does this.
+fn reparse_loses_the_bit(x: f64) -> bool {
+    let y = f64::from_bits(x.to_bits() ^ 1);
+    let back = |v: f64| {
+        serde_json::from_str::<serde_json::Value>(&serde_json::to_string(&v).unwrap())
+            .unwrap()
+            .to_string()
+    };
+    back(x) == back(y)
+}
+
 /// One loss differs in its last bit (one ulp), written as the engine writes floats; every
-/// other byte of the result is the same.
+/// other byte of the result is the same. The loss is one whose flip a re-parse of the JSON
+/// would lose, where the run has one.
 #[test]
 fn a_one_bit_difference_in_a_loss_is_a_conflict() {
     let (p, other, forged) = forged_entry(|text, _| {
-        let at = loss_token(text, 3);
+        let tokens = loss_tokens(text);
+        let pick = (0..tokens.len())
+            .find(|&i| reparse_loses_the_bit(text[tokens[i].clone()].parse().unwrap()))
+            .unwrap_or(3);
+        eprintln!("flipping loss {pick} of {}", tokens.len());
+        let at = tokens[pick].clone();
         let x: f64 = text[at.clone()].parse().unwrap();
         let y = f64::from_bits(x.to_bits() ^ 1);
         let written = serde_json::to_string(&y).unwrap();
