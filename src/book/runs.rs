@@ -177,6 +177,61 @@ pub fn load_entry(dir: &Path, job: &Job, profile: Profile) -> Result<RunResult, 
     entry::load(dir, &job.config, job.seed, profile)
 }
 
+/// The stamp of a key's files in every cache: inode, size and modification time of each
+/// of the entry's files (`None` where one is missing).
+type Stamp = Vec<Option<(u64, u64, i64, i64)>>;
+
+fn stamp(caches: &[PathBuf], key: &str) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for cache in caches {
+        let dir = cache.join("runs").join(key);
+        for f in [
+            entry::RESULT_FILE,
+            entry::WEIGHTS_FILE,
+            entry::CHECKSUM_FILE,
+        ] {
+            out.push(
+                std::fs::metadata(dir.join(f))
+                    .ok()
+                    .map(|m| (m.ino(), m.len(), m.mtime(), m.mtime_nsec())),
+            );
+        }
+    }
+    out
+}
+
+/// Cache entries this process has read and verified, by key, with the stamp of their files
+/// then. `serve` rebuilds after every edit: an entry whose files are as they were is not
+/// read and hashed again (the chapter's are 28 MB). Entries are written by renaming a
+/// whole directory into place, so a rewritten entry has new inodes; any change of a file's
+/// inode, size or time reads and verifies it afresh.
+type Verified = std::collections::HashMap<(Vec<PathBuf>, String), (Stamp, PathBuf, RunResult)>;
+static VERIFIED: std::sync::LazyLock<Mutex<Verified>> = std::sync::LazyLock::new(Mutex::default);
+
+/// `entry::find`, remembered for the life of the process (see `VERIFIED`).
+fn find_remembered(
+    caches: &[PathBuf],
+    key: &str,
+    job: &Job,
+    profile: Profile,
+) -> Result<(PathBuf, RunResult), entry::FindError> {
+    let id = (caches.to_vec(), key.to_string());
+    let now = stamp(caches, key);
+    if let Some((seen, dir, result)) = VERIFIED.lock().unwrap().get(&id) {
+        if *seen == now && result.config == job.config && result.seed == job.seed {
+            return Ok((dir.clone(), result.clone()));
+        }
+    }
+    let found = entry::find(caches, key, &job.config, job.seed, profile)?;
+    // Stamped before reading: a file changed while it was read shows up next time.
+    VERIFIED
+        .lock()
+        .unwrap()
+        .insert(id, (now, found.0.clone(), found.1.clone()));
+    Ok(found)
+}
+
 /// What the caches already hold, and what must train (with the reason).
 pub struct Resolved {
     pub done: Vec<(Job, Produced)>,
@@ -237,7 +292,7 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
         let found = if forced {
             Err(entry::FindError::Invalid("--rerun asked for it".into()))
         } else {
-            entry::find(&caches, key, &first.config, first.seed, opts.profile)
+            find_remembered(&caches, key, first, opts.profile)
         };
         match found {
             Ok((dir, result)) => {

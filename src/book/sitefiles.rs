@@ -160,9 +160,15 @@ fn same(dest: &Path, src: &Source) -> bool {
         Source::Bytes(b) => {
             meta.len() == b.len() as u64 && std::fs::read(dest).is_ok_and(|d| d == *b)
         }
+        // Linked: the same file or not, whatever the bytes (an older entry's file with the
+        // same bytes is re-linked once, not compared at every build). Across devices, where
+        // the link was a copy, the bytes are compared.
         Source::Link(from) => std::fs::metadata(from).is_ok_and(|f| {
-            (f.dev(), f.ino()) == (meta.dev(), meta.ino())
-                || (f.len() == meta.len() && std::fs::read(from).ok() == std::fs::read(dest).ok())
+            if f.dev() == meta.dev() {
+                f.ino() == meta.ino()
+            } else {
+                f.len() == meta.len() && std::fs::read(from).ok() == std::fs::read(dest).ok()
+            }
         }),
         Source::Copy(from) => std::fs::metadata(from).is_ok_and(|f| {
             f.len() == meta.len() && std::fs::read(from).ok() == std::fs::read(dest).ok()

@@ -54,7 +54,7 @@ pub fn serve(mut opts: BuildOptions, port: u16) -> ExitCode {
     // Editors write several events per save: the debouncer gathers them into one batch.
     let (tx, rx) = mpsc::channel::<Vec<PathBuf>>();
     let debouncer = new_debouncer(
-        Duration::from_millis(60),
+        Duration::from_millis(25),
         move |res: DebounceEventResult| {
             if let Ok(events) = res {
                 let _ = tx.send(events.into_iter().map(|e| e.path).collect());
