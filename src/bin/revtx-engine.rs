@@ -15,13 +15,13 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
-use revtx_book::engine::entry::{self, ExecRequest};
-use revtx_book::engine::experiments::{parse_seeds, RunConfig, PRESETS};
-use revtx_book::engine::model::kernels;
-use revtx_book::engine::profile::{Platform, Profile};
-use revtx_book::engine::result::{mean_std, RunResult};
-use revtx_book::engine::train::{self, Progress, RunError};
-use revtx_book::engine::{numerics, CODE_FINGERPRINT};
+use engine::entry::{self, ExecRequest};
+use engine::experiments::{parse_seeds, RunConfig, PRESETS};
+use engine::model::kernels;
+use engine::profile::{Platform, Profile};
+use engine::result::{mean_std, RunResult};
+use engine::train::{self, Progress, RunError};
+use engine::{numerics, CODE_FINGERPRINT};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -35,6 +35,11 @@ use std::time::Instant;
 /// alignment either way, and `revtx-engine numerics` prints the same digests. mimalloc 2,
 /// not 3 (the crate's `v2` feature): version 3 backs large blocks with fresh transparent
 /// huge pages, which the kernel zeroes, and doubled the time of a run's evaluation.
+/// The engine: the library's plain types and the libtorch code, compiled here and nowhere
+/// else (see `src/engine/libtorch.rs`).
+#[path = "../engine/libtorch.rs"]
+mod engine;
+
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

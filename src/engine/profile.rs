@@ -36,7 +36,7 @@ pub fn current() -> Profile {
     }
 }
 
-pub(crate) fn set_current(p: Profile) {
+pub fn set_current(p: Profile) {
     NATIVE.store(p == Profile::Native, Ordering::Relaxed);
 }
 
