@@ -81,9 +81,11 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     // Ctrl-C reaches the engine processes too; this process waits for them and exits
     // without writing anything half-done. SIGTERM is handled the same way (the engines,
-    // which it does not reach, are then killed); a second signal exits at once.
+    // which it does not reach, are then killed); a second signal kills the engines still
+    // running and exits at once.
     let _ = ctrlc::set_handler(|| {
         if runs::INTERRUPTED.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            runs::stop_engines();
             std::process::exit(130);
         }
     });

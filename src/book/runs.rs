@@ -25,6 +25,37 @@ use wait_timeout::ChildExt;
 /// ends without touching the site or the cache.
 pub static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
+/// The engine processes this build has running. A second Ctrl-C or SIGTERM exits at once
+/// (`stop_engines`, then exit 130) instead of waiting for them, and must not leave them
+/// training on their own, orphaned, until their time budget runs out.
+static ENGINES: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+/// Kills every engine process this build started that is still running.
+pub fn stop_engines() {
+    for pid in ENGINES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .iter()
+    {
+        if let Ok(pid) = libc::pid_t::try_from(*pid) {
+            // SAFETY: signals a child this process started and has not yet waited for.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// Holds an engine's pid in `ENGINES` while it runs.
+struct Running(u32);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        ENGINES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.0);
+    }
+}
+
 /// A run declared in the book.
 #[derive(Clone, Debug)]
 pub struct RunPlan {
@@ -528,6 +559,11 @@ fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Di
                 opts.engine.display()
             ))
         })?;
+    ENGINES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(child.id());
+    let _running = Running(child.id());
     let stderr = child.stderr.take().unwrap();
     let quiet = opts.quiet;
     let tail: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
