@@ -47,6 +47,16 @@ pub fn stop_engines() {
 /// Holds an engine's pid in `ENGINES` while it runs.
 struct Running(u32);
 
+impl Running {
+    fn new(pid: u32) -> Self {
+        ENGINES
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(pid);
+        Running(pid)
+    }
+}
+
 impl Drop for Running {
     fn drop(&mut self) {
         ENGINES
@@ -559,11 +569,7 @@ fn run_one(job: &Job, runs_dir: &Path, opts: &RunOptions) -> Result<Produced, Di
                 opts.engine.display()
             ))
         })?;
-    ENGINES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .insert(child.id());
-    let _running = Running(child.id());
+    let _running = Running::new(child.id());
     let stderr = child.stderr.take().unwrap();
     let quiet = opts.quiet;
     let tail: Arc<Mutex<Vec<String>>> = Arc::new(Mutex::new(Vec::new()));
