@@ -661,3 +661,30 @@ fn zero_jobs_is_refused() {
         "{stderr}"
     );
 }
+
+/// A chapter that is a symlink to a file outside book/ is refused at its entry, as
+/// `include` refuses one; the file is not read.
+#[test]
+fn a_chapter_linked_from_outside_the_book_is_refused() {
+    let p = Project::new("# C\n\nText.\n");
+    let outside = p.root().join("outside.md");
+    std::fs::write(&outside, "# Outside\n\nSECRET 12345\n").unwrap();
+    std::os::unix::fs::symlink(&outside, p.root().join("book/linked.md")).unwrap();
+    std::fs::write(
+        p.root().join("book/book.toml"),
+        "title = \"T\"\nauthor = \"A\"\nchapters = [\"chapter.md\", \"linked.md\"]\n",
+    )
+    .unwrap();
+    let out = p.build();
+    let got = located(&out);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, got[0].1), (3, 27), "{got:?}");
+    assert!(
+        got[0].2.contains("[chapter-outside]") && got[0].2.contains("link to a file outside"),
+        "{got:?}"
+    );
+    assert!(
+        !p.root().join("site").exists(),
+        "no site for a failed build"
+    );
+}
