@@ -512,14 +512,19 @@ const REQUEST_PREFIX: &str = ".spec-";
 /// starts, so after this long no process needs it, a concurrent build's included.
 const STALE_REQUEST: Duration = Duration::from_mins(10);
 
-/// Removes the request directories that a build killed outright (`SIGKILL`, a lost
-/// machine) left behind; nothing else in the runs directory is touched.
+/// The prefix of the directory an engine writes its entry into before renaming it into
+/// place (`entry::write`): it exists for the few milliseconds of the write.
+const PARTIAL_ENTRY_PREFIX: &str = ".tmp-run-";
+
+/// Removes the request directories and half-written entries that a build killed outright
+/// (`SIGKILL`, a lost machine) left behind; nothing else in the runs directory is touched.
 fn sweep_stale_requests(runs_dir: &Path, older_than: Duration) {
     let Ok(entries) = std::fs::read_dir(runs_dir) else {
         return;
     };
     for e in entries.flatten() {
-        let request = e.file_name().to_string_lossy().starts_with(REQUEST_PREFIX);
+        let name = e.file_name().to_string_lossy().into_owned();
+        let request = name.starts_with(REQUEST_PREFIX) || name.starts_with(PARTIAL_ENTRY_PREFIX);
         let age = e.metadata().and_then(|m| m.modified()).ok();
         let age = age.and_then(|t| t.elapsed().ok());
         if request && age.is_some_and(|a| a > older_than) {
@@ -659,14 +664,20 @@ mod tests {
     fn stale_request_directories_are_swept_and_nothing_else() {
         let runs = tempfile::tempdir().unwrap();
         let (old, fresh, entry) = (".spec-old", ".spec-fresh", "0123456789abcdef01234567");
-        for name in [old, fresh, entry] {
+        let partial = ".tmp-run-abc";
+        for name in [old, fresh, entry, partial] {
             std::fs::create_dir(runs.path().join(name)).unwrap();
             std::fs::write(runs.path().join(name).join("request.json"), "{}").unwrap();
         }
         age(&runs.path().join(old), Duration::from_hours(1));
         age(&runs.path().join(entry), Duration::from_hours(1));
+        age(&runs.path().join(partial), Duration::from_hours(1));
         sweep_stale_requests(runs.path(), STALE_REQUEST);
         assert!(!runs.path().join(old).exists(), "a stale request stayed");
+        assert!(
+            !runs.path().join(partial).exists(),
+            "a stale half-written entry stayed"
+        );
         assert!(
             runs.path().join(fresh).exists(),
             "a fresh request was removed"
