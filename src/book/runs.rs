@@ -87,6 +87,10 @@ pub struct Job {
 
 /// Options of the run stage.
 #[derive(Clone, Debug, Default)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "four independent switches of the command line and of serve, not a state"
+)]
 pub struct RunOptions {
     /// The run cache: where runs are looked up first and new ones are written.
     pub cache_dir: PathBuf,
@@ -107,6 +111,10 @@ pub struct RunOptions {
     pub quiet: bool,
     /// The numeric profile every run computes under.
     pub profile: Profile,
+    /// Remember verified cache entries across builds in this process while their files
+    /// are unchanged (see `VERIFIED`): for `serve`, which rebuilds after every edit. A
+    /// single build reads each entry once anyway.
+    pub remember_verified: bool,
 }
 
 /// A finished (run, seed).
@@ -250,13 +258,17 @@ fn stamp(caches: &[PathBuf], key: &str) -> Stamp {
 type Verified = std::collections::HashMap<(Vec<PathBuf>, String), (Stamp, PathBuf, RunResult)>;
 static VERIFIED: std::sync::LazyLock<Mutex<Verified>> = std::sync::LazyLock::new(Mutex::default);
 
-/// `entry::find`, remembered for the life of the process (see `VERIFIED`).
+/// `entry::find`, remembered for the life of the process when `remember_verified` is set
+/// (see `VERIFIED`).
 fn find_remembered(
     caches: &[PathBuf],
     key: &str,
     job: &Job,
-    profile: Profile,
+    opts: &RunOptions,
 ) -> Result<(PathBuf, RunResult), entry::FindError> {
+    if !opts.remember_verified {
+        return entry::find(caches, key, &job.config, job.seed, opts.profile);
+    }
     let id = (caches.to_vec(), key.to_string());
     let now = stamp(caches, key);
     if let Some((seen, dir, result)) = VERIFIED.lock().unwrap().get(&id) {
@@ -264,7 +276,7 @@ fn find_remembered(
             return Ok((dir.clone(), result.clone()));
         }
     }
-    let found = entry::find(caches, key, &job.config, job.seed, profile)?;
+    let found = entry::find(caches, key, &job.config, job.seed, opts.profile)?;
     // Stamped before reading: a file changed while it was read shows up next time.
     VERIFIED
         .lock()
@@ -333,7 +345,7 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
         let found = if forced {
             Err(entry::FindError::Invalid("--rerun asked for it".into()))
         } else {
-            find_remembered(&caches, key, first, opts.profile)
+            find_remembered(&caches, key, first, opts)
         };
         match found {
             Ok((dir, result)) => {

@@ -107,6 +107,7 @@ impl Common {
                 engine: runs::engine_path(),
                 quiet: self.quiet,
                 profile: self.profile,
+                remember_verified: false,
             },
             root,
             bless,

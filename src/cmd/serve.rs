@@ -25,6 +25,7 @@ struct State {
 
 pub fn serve(mut opts: BuildOptions, port: u16) -> ExitCode {
     opts.live_reload = true;
+    opts.runs.remember_verified = true;
     let out = opts.out.clone().unwrap_or_else(|| opts.root.join("site"));
     let state = Arc::new(State::default());
     rebuild(&opts, &state);

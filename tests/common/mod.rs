@@ -74,6 +74,7 @@ impl Project {
                 engine: PathBuf::from(env!("CARGO_BIN_EXE_revtx-engine")),
                 quiet: true,
                 profile: revtx_book::engine::profile::Profile::Portable,
+                remember_verified: false,
             },
             bless: false,
             live_reload: false,
