@@ -6,7 +6,6 @@
 mod common;
 use common::*;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -14,27 +13,6 @@ use std::time::{Duration, Instant};
 /// with `--jobs 1` one trains and two wait in the queue.
 const LONG: &str =
     "```run long\nbase = \"reference\"\nseeds = [1, 2, 3]\n[train]\nsteps = 1000000\n```";
-
-/// Every file under `dir` with its bytes, by relative path.
-fn snapshot(dir: &Path) -> Files {
-    let mut out = Vec::new();
-    if !dir.exists() {
-        return out;
-    }
-    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
-        let e = e.unwrap();
-        if e.file_type().is_file() {
-            let rel = e
-                .path()
-                .strip_prefix(dir)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            out.push((rel, std::fs::read(e.path()).unwrap()));
-        }
-    }
-    out
-}
 
 /// The pids of `pid`'s child processes that train (`revtx-engine exec`; not the numerics
 /// probe that runs first), from /proc (Linux).
@@ -89,8 +67,8 @@ fn building() -> Building {
     let first = format!("# I\n\n{TINY_RUN}\n\n[103,244]{{=tiny.params}}\n");
     let p = Project::new(&first);
     assert_eq!(p.build().errors(), 0);
-    let site = snapshot(&p.root().join("site"));
-    let cache = snapshot(&p.root().join(".revtx-cache/runs"));
+    let site = files_under(&p.root().join("site"));
+    let cache = files_under(&p.root().join(".revtx-cache/runs"));
     assert!(!site.is_empty() && !cache.is_empty());
     std::fs::write(
         p.root().join("book/chapter.md"),
@@ -170,9 +148,12 @@ fn interrupted_cleanly(sig: libc::c_int, group: bool) {
         !alive(engine),
         "the engine still runs after the build ended"
     );
-    assert!(snapshot(&p.root().join("site")) == site, "the site changed");
     assert!(
-        snapshot(&p.root().join(".revtx-cache/runs")) == cache,
+        files_under(&p.root().join("site")) == site,
+        "the site changed"
+    );
+    assert!(
+        files_under(&p.root().join(".revtx-cache/runs")) == cache,
         "the finished cache entries changed"
     );
 }
@@ -209,5 +190,8 @@ fn a_second_signal_exits_at_once() {
         signal(i32::try_from(engine).unwrap(), libc::SIGKILL);
     }
     assert!(!orphaned, "the engine still trains after revtx-book exited");
-    assert!(snapshot(&p.root().join("site")) == site, "the site changed");
+    assert!(
+        files_under(&p.root().join("site")) == site,
+        "the site changed"
+    );
 }

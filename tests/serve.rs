@@ -6,10 +6,15 @@ use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Starts `serve` on a fixture book, sends one `signal` once it serves, and returns its
-/// exit code; fails if it is still running ten seconds later.
-fn exit_code_after(signal: libc::c_int) -> Option<i32> {
-    let p = Project::new("# Served\n\nNothing here trains.\n");
+/// A running `serve` on a fixture project, once it has printed its banner: the child,
+/// its port, and its standard error (kept open to the end: serve still writes to it).
+struct Serving {
+    child: std::process::Child,
+    port: u16,
+    _stderr: std::io::Lines<BufReader<std::process::ChildStderr>>,
+}
+
+fn serving(p: &Project) -> Serving {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .unwrap()
@@ -21,13 +26,26 @@ fn exit_code_after(signal: libc::c_int) -> Option<i32> {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Kept open to the end: serve still writes to it after the banner.
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     let banner = lines
         .by_ref()
         .map_while(Result::ok)
         .find(|l| l.starts_with("serving "));
     assert!(banner.is_some(), "serve ended before it served");
+    Serving {
+        child,
+        port,
+        _stderr: lines,
+    }
+}
+
+/// Starts `serve` on a fixture book, sends one `signal` once it serves, and returns its
+/// exit code; fails if it is still running ten seconds later.
+fn exit_code_after(signal: libc::c_int) -> Option<i32> {
+    let p = Project::new("# Served\n\nNothing here trains.\n");
+    let Serving {
+        mut child, _stderr, ..
+    } = serving(&p);
     let pid = libc::pid_t::try_from(child.id()).unwrap();
     // SAFETY: sends a signal to our own child, which has not been waited for yet.
     assert_eq!(unsafe { libc::kill(pid, signal) }, 0);
@@ -62,25 +80,11 @@ fn serve_refuses_paths_out_of_the_site() {
     use std::io::{Read, Write};
     let p = Project::new("# Served\n\nNothing here trains.\n");
     std::fs::write(p.root().join("secret.txt"), "SECRET-BESIDE-THE-SITE\n").unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_revtx-book"))
-        .args(["serve", "--port", &port.to_string(), "--root"])
-        .arg(p.root())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    assert!(
-        lines
-            .by_ref()
-            .map_while(Result::ok)
-            .any(|l| l.starts_with("serving ")),
-        "serve ended before it served"
-    );
+    let Serving {
+        mut child,
+        port,
+        _stderr,
+    } = serving(&p);
     // A raw request: clients (and curl) normalise `..` away before sending it.
     let get = |path: &str| {
         let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();

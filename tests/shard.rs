@@ -35,18 +35,7 @@ fn run(cmd: &mut Command) -> String {
 /// weights included, must match byte for byte.
 fn site_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
-    for e in walkdir::WalkDir::new(dir).sort_by_file_name() {
-        let e = e.unwrap();
-        if !e.file_type().is_file() {
-            continue;
-        }
-        let rel = e
-            .path()
-            .strip_prefix(dir)
-            .unwrap()
-            .to_string_lossy()
-            .into_owned();
-        let mut bytes = std::fs::read(e.path()).unwrap();
+    for (rel, mut bytes) in common::files_under(dir) {
         if rel.starts_with("runs/") && Path::new(&rel).extension().is_some_and(|x| x == "json") {
             let mut v: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
             v.as_object_mut().unwrap().remove("env");
