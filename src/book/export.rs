@@ -110,8 +110,8 @@ pub fn files(models: &[Model]) -> Result<Export, String> {
         let (floats, tensors) = read_weights(&m.entry.join(WEIGHTS_FILE))?;
         let packed = packed(m.entry, m.key, &floats)?;
         let file = format!("{}.bin", m.id);
-        total += packed.len();
         let bytes = packed.len();
+        total += bytes;
         out.push((file.clone(), packed));
         let data = &m.result.config.data;
         manifest.models.push(ManifestModel {
@@ -189,7 +189,6 @@ fn read_weights(path: &Path) -> Result<(Vec<f32>, Vec<TensorInfo>), String> {
     Ok((floats, infos))
 }
 
-/// Byte-plane shuffle, then gzip: lossless, and a fifth smaller than the raw floats.
 /// `pack(floats)` for the cache entry `entry` (under key `key`). Packing at gzip's best
 /// level takes about 40 ms a model, every build: the packed file is kept in the run cache
 /// (`<cache>/widget/<key>.v1.gz`) and used again only when it unpacks to exactly these
@@ -219,6 +218,7 @@ fn packed(entry: &Path, key: &str, floats: &[f32]) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// Byte-plane shuffle, then gzip: lossless, and a fifth smaller than the raw floats.
 fn pack(floats: &[f32]) -> Result<Vec<u8>, String> {
     let n = floats.len();
     let mut planes = vec![0u8; 4 * n];

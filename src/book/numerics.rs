@@ -136,9 +136,7 @@ pub fn gate(
                 diags.push(unrecorded());
             }
         }
-        Some((book, span))
-            if book.engine != measured.engine || book.profile != measured.profile =>
-        {
+        Some((book, span)) if !recorded_by(&book, &measured.engine, &measured.profile) => {
             g.summary = line("the book's fingerprint was recorded by another engine or profile");
             if !blessing {
                 diags.push(foreign(&book, &measured.engine, &measured.profile, span));
@@ -187,6 +185,12 @@ pub fn gate(
     g
 }
 
+/// Whether the book's record was made by `engine` under `profile`: only then do its
+/// digests say anything about the bits this engine computes.
+pub fn recorded_by(book: &Fingerprint, engine: &str, profile: &str) -> bool {
+    book.engine == engine && book.profile == profile
+}
+
 /// `book/numerics.json` is missing: nothing says which bits the book's figures are.
 fn unrecorded() -> Diagnostic {
     Diagnostic::warning(
@@ -230,7 +234,7 @@ pub fn recorded_by_this_engine(
         Ok(None) => diags.push(unrecorded()),
         Ok(Some((book, span))) => {
             let engine = crate::engine::CODE_FINGERPRINT;
-            if book.engine != engine || book.profile != profile.id() {
+            if !recorded_by(&book, engine, profile.id()) {
                 diags.push(foreign(&book, engine, profile.id(), span));
             }
         }

@@ -66,14 +66,6 @@ impl Files {
         Ok(())
     }
 
-    pub fn len(&self) -> usize {
-        self.files.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.files.is_empty()
-    }
-
     /// Makes `out` hold exactly these files.
     pub fn write(&self, out: &Path) -> Result<Written> {
         if !out.is_dir() {

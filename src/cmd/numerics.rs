@@ -44,7 +44,7 @@ pub fn numerics(root: &std::path::Path, profile: Profile) -> ExitCode {
             println!("numerics: restore it from version control, or run `revtx-book check --bless` to record this machine's");
             ExitCode::FAILURE
         }
-        Some(b) if b.engine != here.engine || b.profile != here.profile => {
+        Some(b) if !book::numerics::recorded_by(&b, &here.engine, &here.profile) => {
             println!(
                 "numerics: the book was blessed by engine {} under {}; this is engine {} under {}",
                 b.engine, b.profile, here.engine, here.profile

@@ -157,7 +157,7 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
         );
         return None;
     }
-    let chapters = load_chapters(root, &config, (file, &text), sources, diags);
+    let chapters = load_chapters(root, &config, file, sources, diags);
     Some(Book {
         root: root.to_path_buf(),
         config,
@@ -165,12 +165,12 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
     })
 }
 
-/// Reads and parses the chapters `book.toml` lists (`toml` is its file and text), in
-/// order: each inside `book/`, each once. An entry that breaks a rule is an error at it.
+/// Reads and parses the chapters `book.toml` (source `file`) lists, in order: each inside
+/// `book/`, each once. An entry that breaks a rule is an error at it.
 fn load_chapters(
     root: &Path,
     config: &BookConfig,
-    (file, text): (FileId, &str),
+    file: FileId,
     sources: &mut Sources,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<Chapter> {
@@ -190,7 +190,7 @@ fn load_chapters(
             }
         };
         if let Some((_, first)) = seen.iter().find(|(p, _)| *p == identity) {
-            let (line, _) = line_col(text, first.start);
+            let (line, _) = sources.line_col(file, first.start);
             diags.push(
                 Diagnostic::error(
                     "duplicate-chapter",
@@ -278,15 +278,6 @@ fn chapter_path(book_dir: &Path, rel: &str) -> Result<(PathBuf, PathBuf), Diagno
         return Ok((joined, canon));
     }
     Ok((joined.clone(), joined))
-}
-
-/// 1-based line and column of a byte offset.
-fn line_col(text: &str, at: usize) -> (usize, usize) {
-    let before = &text[..at.min(text.len())];
-    (
-        before.matches('\n').count() + 1,
-        before.rsplit('\n').next().unwrap_or("").chars().count() + 1,
-    )
 }
 
 /// The markdown extensions the book uses.
