@@ -2,11 +2,16 @@
 // median ratio of their times (new / old) for one forward and backward at the chapter's
 // shape, for each combination of the switches the chapter trains, and whether the two
 // compute the same bits. Built and run by scripts/ab-attention.sh, which puts each
-// version's "Fused attention" section of kernels.cpp into a namespace of its own.
+// version of attention.h (or, before the workspace, the "Fused attention" section of
+// kernels.cpp) into a namespace of its own.
 //
 // As in ab-gemm.cpp, every round times both versions back to back, alternating which goes
 // first, and the ratio is taken round by round, so that drift in the machine's speed
 // cancels.
+// The kernels' vector helpers, once, outside the two versions' namespaces.
+#define REVTX_LANES 8
+#include "lanes.h"
+
 #include <immintrin.h>
 
 #include <algorithm>

@@ -9,7 +9,9 @@
 #include <utility>
 #include <vector>
 
-#include "gemm-kernels.h"
+#include "gemm.h"  // the engine's prototypes (crates/revtx-engine/src/model/kernels)
+
+using Kernel = decltype(&revtx_gemm_avx2);
 
 int main() {
   std::mt19937 rng(1);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Times the engine's matrix product (src/engine/model/gemm.cpp), compiled as build.rs
+# Times the engine's matrix product (crates/revtx-engine/src/model/kernels/gemm.cpp), compiled as build.rs
 # compiles it (compiler: $CXX, default c++). Writes only to a temporary directory.
 #   scripts/bench-gemm.sh              each product of the model's layers alone, GFLOP/s,
 #                                      best of five, in every width the CPU has
@@ -17,8 +17,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 flags=(-O3 -std=c++17 -ffp-contract=off)
 "$cxx" "${flags[@]}" -mavx2 -mfma -DREVTX_GEMM_AVX2 -DREVTX_GEMM_NAME=revtx_gemm_avx2 \
-  -c "$root/src/engine/model/gemm.cpp" -o "$tmp/avx2.o"
+  -c "$root/crates/revtx-engine/src/model/kernels/gemm.cpp" -o "$tmp/avx2.o"
 "$cxx" "${flags[@]}" -mavx512f -mavx2 -mfma -DREVTX_GEMM_AVX512 -DREVTX_GEMM_NAME=revtx_gemm_avx512 \
-  -c "$root/src/engine/model/gemm.cpp" -o "$tmp/avx512.o"
-"$cxx" -O2 -std=c++17 "$root/scripts/$program.cpp" "$tmp/avx2.o" "$tmp/avx512.o" -o "$tmp/bench"
+  -c "$root/crates/revtx-engine/src/model/kernels/gemm.cpp" -o "$tmp/avx512.o"
+"$cxx" -O2 -std=c++17 -I "$root/crates/revtx-engine/src/model/kernels" "$root/scripts/$program.cpp" "$tmp/avx2.o" "$tmp/avx512.o" -o "$tmp/bench"
 "$tmp/bench" "$@"

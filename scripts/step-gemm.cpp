@@ -12,7 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "gemm-kernels.h"
+#include "gemm.h"  // the engine's prototypes (crates/revtx-engine/src/model/kernels)
+
+using Kernel = decltype(&revtx_gemm_avx2);
 
 namespace {
 

@@ -1,10 +1,15 @@
-//! revtx-book: an executable textbook chapter.
+//! revtx-book: an executable textbook. The compiler and its CLI.
 //!
-//! - [`engine`] trains the chapter's transformer with libtorch. It runs in its own binary,
-//!   `revtx-engine`, one process per run; it knows nothing of the compiler.
-//! - [`book`] is the compiler: it turns the markdown chapter into a static site and checks
-//!   every quoted figure against the run it came from. The `revtx-book` binary reads the
-//!   engine's plain types but never calls into libtorch, so a warm build does not load it.
+//! - [`book`] turns the markdown book into a static site and checks every quoted figure
+//!   against the run it came from. Runs are described by `revtx-spec` and computed by the
+//!   `revtx-engine` binary, one process per run; this crate does not depend on the engine
+//!   crate, so it links no libtorch (Cargo holds that, and `tests/link.rs` checks it).
 
 pub mod book;
-pub mod engine;
+
+/// The engine this compiler keys the run cache on: the code fingerprint of
+/// `crates/revtx-engine` and the libtorch version, stamped by build.rs.
+pub const ENGINE: revtx_spec::entry::Engine<'static> = revtx_spec::entry::Engine {
+    code: env!("REVTX_CODE_FINGERPRINT"),
+    libtorch: env!("REVTX_LIBTORCH_VERSION"),
+};

@@ -8,13 +8,13 @@
 
 use clap::{Parser, Subcommand};
 use revtx_book::book::runs;
-use revtx_book::engine::profile::Profile;
+use revtx_spec::profile::Profile;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod cmd;
 
-use cmd::{parse_profile, Common};
+use cmd::Common;
 
 #[derive(Parser)]
 #[command(
@@ -64,7 +64,7 @@ enum Cmd {
         /// Project root (holding book/).
         #[arg(long, default_value = ".")]
         root: PathBuf,
-        #[arg(long, default_value = "portable", value_parser = parse_profile)]
+        #[arg(long, value_enum, default_value_t = Profile::Portable)]
         profile: Profile,
     },
     /// Time reference training against the PyTorch peer, side by side.

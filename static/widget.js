@@ -11,31 +11,31 @@
  *   2. Float32 arithmetic      f32 rounding, erf, the engine's GELU
  *   3. Weights                 manifest, gzip + byte-plane shuffled float32 files
  *   4. Linear layers           a small WebAssembly kernel, and the same in JavaScript
- *   5. The model               a port of src/engine/model (embeddings → blocks → norm → head)
- *   6. Greedy decoding         as src/engine/eval.rs `greedy`
+ *   5. The model               a port of the engine's model/ (embeddings → blocks → norm → head)
+ *   6. Greedy decoding         as the engine's eval.rs `greedy`
  *   7. Drawing                 output letters, notes, attention heatmaps (canvas)
  *   8. The widget              lazy loading, events, live region
  *   9. window.revtxWidget      a small API for the browser test
  *
  * Numerics: activations live in Float32Array and every arithmetic step is rounded to
- * float32 (Math.fround, or a store into a Float32Array), in the engine's order where
- * that order is known: attention's two products sum over k in increasing order, each
- * product rounded before it is added (src/engine/model/kernels.cpp), exactly as the
- * engine does; the division by √d_k is a float32 division, as ATen's. What still differs
- * from libtorch:
- *   - linear layers: the engine runs them through oneDNN (AVX2, fused multiply-add, a
- *     blocked summation order of its own); here each output sums its exact products in
- *     float64 and rounds once. Against the engine's attention for fgcabe this is as close
- *     as a float32 running sum at width 64 (max difference 5.4e-7 either way) and four
- *     times closer at width 256 (7.8e-7 against 3.0e-6), and it is faster;
- *   - softmax: ATen sums the exponentials in vector lanes and takes exp from Sleef; here
- *     the sum is sequential and exp is Math.exp (float64) rounded to float32;
- *   - GELU: ATen's vectorised erf is a polynomial approximation; here erf is computed in
- *     float64 (to about 3e-15) and rounded to float32;
- *   - LayerNorm: mean and variance are computed in float64 and rounded once.
- * Each is a difference of about one float32 ulp per operation; the browser test checks
- * that the reference model's decodes agree with the engine's on every test string and
- * that the attention weights agree within 1e-5.
+ * float32 (Math.fround, or a store into a Float32Array). The engine computes the chapter's
+ * runs with kernels of its own (crates/revtx-engine/src/model/kernels/); this port follows
+ * the same mathematics to about one float32 ulp per operation, not bit for bit:
+ *   - linear layers: the engine chains fused multiply-adds over k in increasing order
+ *     (gemm.cpp); here each output sums its exact products in float64 and rounds once;
+ *   - attention: the engine sums each q·k in eight lanes that meet in a fixed tree
+ *     (attention.h); here the products are added in increasing k, each rounded first. The
+ *     weighted sum of the values adds rows in increasing order, each product rounded, in
+ *     both; the division by √d_k is one float32 division in both;
+ *   - softmax: the engine's own exponential (Cody–Waite reduction and a degree-5
+ *     polynomial, lanes.h) summed in eight lanes; here Math.exp (float64) rounded to
+ *     float32, summed in order;
+ *   - GELU: the engine's erfc approximation (absolute error under 2.2e-8, gelu.cpp); here
+ *     the exact erf form with erf in float64 (to about 3e-15), rounded;
+ *   - LayerNorm: the engine sums in eight lanes, in two passes (layer_norm.cpp); here mean
+ *     and variance are computed in float64 and rounded once.
+ * The browser test checks that the reference model's decodes agree with the engine's on
+ * every test string and that the attention weights agree within 1e-5.
  */
 (function () {
   "use strict";
@@ -141,7 +141,7 @@
     return x < 0 ? -value : value;
   }
 
-  /** GELU (exact, erf form) in ATen's order: (x · 0.5) · (1 + erf(x · √½)). */
+  /** GELU, exact erf form: (x · 0.5) · (1 + erf(x · √½)), each step rounded to float32. */
   function gelu(x) {
     const half = f32(x * 0.5);
     const e = f32(erf(f32(x * SQRT1_2_F32)));
@@ -290,8 +290,8 @@
    *
    * y = x Wᵀ + b: x (rows, in) → (rows, out), W stored (out, in). Each output's products
    * are exact in float64 (two float32 factors), are summed in float64 in increasing index
-   * order and rounded once to float32. That is closer to oneDNN's float32 result than a
-   * float32 running sum (see the header), and it is what both kernels below compute.
+   * order and rounded once to float32: within about one ulp of the engine's fused
+   * multiply-add chain (see the header), and it is what both kernels below compute.
    *
    * The linear layers are 96% of the arithmetic, so they run in a tiny WebAssembly
    * function, assembled here from its opcodes: it is fast from its first call, where
@@ -479,7 +479,7 @@
     };
   }
 
-  /** LayerNorm over each row of x (rows, d): biased variance, eps 1e-5, then ATen's
+  /** LayerNorm over each row of x (rows, d): biased variance, eps 1e-5, then
    * (x·rstd − mean·rstd)·γ + β. */
   function layerNorm(x, rows, d, p) {
     const y = new Float32Array(rows * d);

@@ -80,9 +80,9 @@ fn building() -> Building {
         .arg(p.root())
         .arg("--out")
         .arg(p.root().join("site"))
-        .env("REVTX_ENGINE", env!("CARGO_BIN_EXE_revtx-engine"))
+        .env("REVTX_ENGINE", common::engine_exe())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(std::fs::File::create(p.root().join("build.stderr")).unwrap())
         .process_group(0)
         .spawn()
         .unwrap();
@@ -135,6 +135,14 @@ fn interrupted_cleanly(sig: libc::c_int, group: bool) {
     signal(if group { -pid } else { pid }, sig);
     let (code, engines) = wait(&mut child, engine);
     assert_eq!(code, Some(1), "exit status after one signal");
+    let said = std::fs::read_to_string(p.root().join("build.stderr")).unwrap();
+    assert!(
+        said.contains(&format!(
+            "error[{}]",
+            revtx_book::book::codes::Code::Interrupted
+        )),
+        "{said}"
+    );
     assert_eq!(
         engines,
         vec![engine],

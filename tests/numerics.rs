@@ -5,8 +5,9 @@
 mod common;
 
 use common::Project;
+use revtx_book::book::codes::Code;
 use revtx_book::book::diag::Severity;
-use revtx_book::engine::profile::Fingerprint;
+use revtx_spec::profile::Fingerprint;
 use std::process::Command;
 
 fn fingerprint(mkl_branch: Option<&str>) -> Fingerprint {
@@ -14,7 +15,7 @@ fn fingerprint(mkl_branch: Option<&str>) -> Fingerprint {
 }
 
 fn fingerprint_with(mkl_branch: Option<&str>, isa: &str) -> Fingerprint {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_revtx-engine"));
+    let mut c = Command::new(common::engine_exe());
     c.args(["numerics", "--profile", "portable", "--isa", isa]);
     if let Some(b) = mkl_branch {
         c.args(["--mkl-cbwr", b]);
@@ -90,7 +91,7 @@ fn a_different_fingerprint_stops_the_build_before_training() {
     let mismatch: Vec<_> = o
         .diags
         .iter()
-        .filter(|d| d.code == "numerics-mismatch")
+        .filter(|d| d.code == Code::NumericsMismatch)
         .collect();
     assert_eq!(mismatch.len(), 1, "{:?}", common::located(&o));
     assert_eq!(
@@ -121,7 +122,7 @@ fn a_different_fingerprint_stops_the_build_before_training() {
     let mut opts = p.options(false);
     opts.ignore_numerics = true;
     let o = revtx_book::book::build(&opts);
-    assert!(o.diags.iter().any(|d| d.code == "numerics-mismatch"
+    assert!(o.diags.iter().any(|d| d.code == Code::NumericsMismatch
         && d.severity == revtx_book::book::diag::Severity::Warning));
     assert!(!o.comparable);
     assert_eq!(o.errors(), 0, "{:?}", common::located(&o));
@@ -174,7 +175,7 @@ fn a_missing_record_fails_the_gate() {
     let d: Vec<_> = o
         .diags
         .iter()
-        .filter(|d| d.code == "numerics-unrecorded")
+        .filter(|d| d.code == Code::NumericsUnrecorded)
         .collect();
     assert_eq!(d.len(), 1, "{:?}", o.diags);
     assert_eq!(d[0].severity, Severity::Warning);
@@ -211,6 +212,40 @@ fn a_record_from_another_engine_fails_the_gate() {
     );
     let (ok, text) = cli(&p, &["check", "-q", "--deny-warnings"]);
     assert!(!ok, "{text}");
-    assert!(text.contains("error[numerics-engine]"), "{text}");
+    assert!(
+        text.contains(&format!("error[{}]", Code::NumericsEngine)),
+        "{text}"
+    );
     assert!(text.contains("book/numerics.json"), "{text}");
+}
+
+/// A book/numerics.json that does not parse is an error at the file, before any run.
+#[test]
+fn an_unreadable_numerics_record_is_an_error() {
+    let p = Project::new(&format!("# T\n\n{}\n", common::TINY_RUN));
+    std::fs::write(p.root().join("book/numerics.json"), "{").unwrap();
+    let o = revtx_book::book::build(&p.options(false));
+    assert!(
+        o.diags
+            .iter()
+            .any(|d| d.code == Code::NumericsFile && d.severity == Severity::Error),
+        "{:?}",
+        common::located(&o)
+    );
+    assert!(!p.root().join(".revtx-cache/runs").exists(), "it trained");
+}
+
+/// An engine that cannot measure this machine's numerics stops the build, before any run.
+#[test]
+fn a_numerics_probe_that_cannot_run_is_an_error() {
+    let p = Project::new(&format!("# T\n\n{}\n", common::TINY_RUN));
+    let mut opts = p.options(false);
+    opts.runs.engine = p.root().join("no-such-engine");
+    let o = revtx_book::book::build(&opts);
+    assert!(
+        o.diags.iter().any(|d| d.code == Code::NumericsProbe),
+        "{:?}",
+        common::located(&o)
+    );
+    assert!(!p.root().join(".revtx-cache/runs").exists(), "it trained");
 }

@@ -5,6 +5,7 @@
 mod common;
 
 use common::Project;
+use revtx_book::book::codes::Code;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,7 +13,7 @@ const BOOK: &str = "# Shards\n\n```run a\nbase = \"reference\"\n[train]\nsteps =
 
 fn book_bin() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_revtx-book"));
-    c.env("REVTX_ENGINE", env!("CARGO_BIN_EXE_revtx-engine"))
+    c.env("REVTX_ENGINE", common::engine_exe())
         .env("SOURCE_DATE_EPOCH", "1700000000");
     c
 }
@@ -170,7 +171,7 @@ fn forged_entry(edit: impl FnOnce(&mut String, &mut Vec<u8>)) -> (Project, PathB
     assert!(t0 != text || w0 != weights, "the edit changed nothing");
     std::fs::write(forged.join("result.json"), text).unwrap();
     std::fs::write(forged.join("weights.safetensors"), weights).unwrap();
-    let sum = revtx_book::engine::entry::checksum(&forged).unwrap();
+    let sum = revtx_spec::entry::checksum(&forged).unwrap();
     std::fs::write(forged.join("checksum"), sum).unwrap();
     (p, other, forged)
 }
@@ -201,8 +202,8 @@ fn assert_conflict(p: &Project, other: &Path, forged: &Path) {
     let mut opts = p.options(false);
     opts.runs.extra_caches.push(other.to_path_buf());
     let o = revtx_book::book::build(&opts);
-    let codes: Vec<&str> = o.diags.iter().map(|d| d.code).collect();
-    assert!(codes.contains(&"cache-conflict"), "{codes:?}");
+    let codes: Vec<&str> = o.diags.iter().map(|d| d.code.name()).collect();
+    assert!(codes.contains(&Code::CacheConflict.name()), "{codes:?}");
 }
 
 /// Whether `x` and its neighbour one bit away, written as the engine writes floats, read

@@ -12,9 +12,9 @@
 
 mod common;
 use common::*;
-use revtx_book::engine::entry;
-use revtx_book::engine::profile::Profile;
-use revtx_book::engine::result::RunResult;
+use revtx_spec::entry;
+use revtx_spec::profile::Profile;
+use revtx_spec::result::RunResult;
 use std::path::Path;
 
 fn chapter() -> String {
@@ -201,6 +201,7 @@ fn broken_links(site: &Path) -> Vec<String> {
 fn small_book_builds_into_a_working_site() {
     let p = Project::new(&chapter());
     // A fixed source file, so the listing snapshot does not move with the model code.
+    std::fs::create_dir_all(p.root().join("src")).unwrap();
     std::fs::write(p.root().join("src/sample.rs"), SAMPLE).unwrap();
     let out = p.build();
     assert_eq!(out.errors(), 0, "{:?}", located(&out));
@@ -360,6 +361,7 @@ def f(x): return x < 1 and "s"
 
 fn fixed_project() -> Project {
     let p = Project::new(&fixed_chapter());
+    std::fs::create_dir_all(p.root().join("src")).unwrap();
     std::fs::write(p.root().join("src/sample.rs"), SAMPLE).unwrap();
     p
 }
@@ -394,8 +396,8 @@ fn site_files(site: &Path) -> Vec<(String, Vec<u8>)> {
 
 fn mask(text: &str) -> String {
     let mut t = text
-        .replace(revtx_book::engine::CODE_FINGERPRINT, "FINGERPRINT")
-        .replace(revtx_book::engine::LIBTORCH_VERSION, "LIBTORCH");
+        .replace(revtx_book::ENGINE.code, "FINGERPRINT")
+        .replace(revtx_book::ENGINE.libtorch, "LIBTORCH");
     if let Some(k) = t.find("data-unix=\"") {
         let end = t[k..].find("</time>").map_or(t.len(), |e| k + e);
         t.replace_range(k..end, "data-unix=\"TIME\">Unix time TIME");
@@ -415,11 +417,11 @@ fn fill_cache(p: &Project) {
                 path.display()
             )
         });
-        let key = entry::key(&r.config, r.seed, Profile::Portable);
+        let key = entry::key(&r.config, r.seed, Profile::Portable, revtx_book::ENGINE);
         let out = p.root().join(".revtx-cache/runs").join(key);
         entry::write(&out, |d| {
             std::fs::write(d.join(entry::RESULT_FILE), &bytes)?;
-            if r.train.is_some() {
+            if r.train().is_some() {
                 std::fs::write(d.join(entry::WEIGHTS_FILE), WEIGHTS)?;
             }
             Ok(())
@@ -449,7 +451,7 @@ fn make_results(p: &Project) {
         env.isa = "avx2 fma".into();
         env.code_fingerprint = "fixture".into();
         env.started_unix = 1_700_000_000;
-        env.phases = revtx_book::engine::result::StepPhases::default();
+        env.phases = revtx_spec::result::StepPhases::default();
         let name = format!("{:?}-s{}.json", r.config.kind, r.seed).to_lowercase();
         std::fs::write(
             dir.join(name),
@@ -510,4 +512,28 @@ fn fixed_book_renders_the_same_bytes() {
         "the site's bytes changed (REVTX_UPDATE_SNAPSHOTS=1 accepts):\n{}",
         changed.join("\n")
     );
+}
+
+/// A partial that does not render is an error that names it, and no site is written.
+#[test]
+fn a_broken_template_is_an_error() {
+    let p = Project::new("# T\n\n$$x$$ {#eq-x}\n");
+    std::fs::write(
+        p.root().join("templates/partials/equation.html"),
+        "{{ nope( }}",
+    )
+    .unwrap();
+    let out = p.build();
+    let bad: Vec<_> = out
+        .diags
+        .iter()
+        .filter(|d| d.code == revtx_book::book::codes::Code::Template)
+        .collect();
+    assert_eq!(bad.len(), 1, "{:?}", located(&out));
+    assert!(
+        bad[0].message.contains("partials/equation.html"),
+        "{}",
+        bad[0].message
+    );
+    assert!(!p.root().join("site").exists(), "a site was written");
 }

@@ -5,9 +5,9 @@
 
 mod common;
 use common::*;
-use revtx_book::engine::entry;
-use revtx_book::engine::profile::Profile;
-use revtx_book::engine::result::RunResult;
+use revtx_spec::entry;
+use revtx_spec::profile::Profile;
+use revtx_spec::result::RunResult;
 use std::path::Path;
 
 /// Fixed bytes standing in for the weights of a training run.
@@ -22,11 +22,11 @@ fn fill_cache(p: &Project) {
         let bytes = std::fs::read(&path).unwrap();
         let r: RunResult =
             serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-        let key = entry::key(&r.config, r.seed, Profile::Portable);
+        let key = entry::key(&r.config, r.seed, Profile::Portable, revtx_book::ENGINE);
         let out = p.root().join(".revtx-cache/runs").join(key);
         entry::write(&out, |d| {
             std::fs::write(d.join(entry::RESULT_FILE), &bytes)?;
-            if r.train.is_some() {
+            if r.train().is_some() {
                 std::fs::write(d.join(entry::WEIGHTS_FILE), FAKE_WEIGHTS)?;
             }
             Ok(())
@@ -359,7 +359,7 @@ fn widget_exports_models_that_round_trip() {
             &std::fs::read(site.join(format!("runs/{id}-s0.json"))).unwrap(),
         )
         .unwrap();
-        let train = result.train.as_ref().unwrap();
+        let train = result.train().unwrap();
 
         // Sizes: the file is what the manifest says, every parameter is in it, packed.
         let bin = models.join(m["file"].as_str().unwrap());
@@ -378,7 +378,7 @@ fn widget_exports_models_that_round_trip() {
         total += bytes;
 
         // The cache entry's identity and what the widget needs to know.
-        let key = entry::key(&result.config, 0, Profile::Portable);
+        let key = entry::key(&result.config, 0, Profile::Portable, revtx_book::ENGINE);
         assert_eq!(m["key"], key.as_str());
         assert_eq!(m["seed"], 0);
         assert_eq!(m["train_lengths"], serde_json::json!([3, 8]));

@@ -3,19 +3,20 @@
 //! assertion is never rewritten: the false ones are listed for the author.
 
 use super::claims::{ClaimKind, ClaimRecord, Verdict};
-use super::diag::{Diagnostic, Severity, Sources};
+use super::codes::Code;
+use super::diag::{Diagnostic, Severity, Sources, Span};
 use super::site;
 
 /// Results that cannot be compared with the book (another platform's bits, or the native
 /// profile) do not break it: their drift, and the assertions they make false, become
 /// warnings that say so.
-pub fn not_comparable(diags: &mut [Diagnostic], profile: crate::engine::profile::Profile) {
+pub fn not_comparable(diags: &mut [Diagnostic], profile: revtx_spec::profile::Profile) {
     for d in diags
         .iter_mut()
-        .filter(|d| matches!(d.code, "drift" | "assertion-false"))
+        .filter(|d| matches!(d.code, Code::Drift | Code::AssertionFalse))
     {
         d.severity = Severity::Warning;
-        d.message = if d.code == "drift" {
+        d.message = if d.code == Code::Drift {
             format!(
                 "quoted figure differs from a run that is not comparable on this platform ({})",
                 profile.id()
@@ -26,59 +27,68 @@ pub fn not_comparable(diags: &mut [Diagnostic], profile: crate::engine::profile:
                 profile.id()
             )
         };
-        d.code = "not-comparable";
+        d.code = Code::NotComparable;
     }
 }
 
-/// Rewrites drifted quoted figures in their source files, returning the edits:
-/// (file, line, old, new). False assertions stay errors, and one more error lists them as
-/// the assertions to rewrite by hand.
+/// One quoted figure `--bless` rewrote.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlessEdit {
+    /// The source file, as diagnostics show it.
+    pub file: String,
+    pub line: usize,
+    /// The quote as it read, and as it reads now.
+    pub old: String,
+    pub new: String,
+}
+
+/// Rewrites drifted quoted figures in their source files, returning the edits in source
+/// order. False assertions stay errors, and one more error lists them as the assertions
+/// to rewrite by hand.
 pub fn bless(
     claims: &[ClaimRecord],
     sources: &Sources,
     diags: &mut Vec<Diagnostic>,
-) -> Vec<(String, usize, String, String)> {
-    let mut edits: Vec<(usize, std::ops::Range<usize>, String)> = claims
+) -> Vec<BlessEdit> {
+    // (where, the new text), last first within a file so earlier offsets stay valid.
+    let mut edits: Vec<(&Span, String)> = claims
         .iter()
         .filter(|c| c.verdict == Verdict::Drift)
-        .filter_map(|c| {
-            let span = c.quoted_span.as_ref()?;
-            Some((span.file, span.range.clone(), c.formatted.clone()?))
-        })
+        .filter_map(|c| Some((c.quoted_span.as_ref()?, c.formatted.clone()?)))
         .collect();
-    edits.sort_by_key(|e| (e.0, std::cmp::Reverse(e.1.start)));
+    edits.sort_by_key(|(span, _)| (span.file, std::cmp::Reverse(span.range.start)));
     let mut report = Vec::new();
-    let mut files: Vec<usize> = edits.iter().map(|e| e.0).collect();
+    let mut files: Vec<usize> = edits.iter().map(|(span, _)| span.file).collect();
     files.dedup();
     for f in files {
         let mut text = sources.text(f).to_string();
-        for (_, range, new) in edits.iter().filter(|e| e.0 == f) {
-            let (line, _) = sources.line_col(f, range.start);
-            report.push((
-                sources.display_path(f),
+        for (span, new) in edits.iter().filter(|(span, _)| span.file == f) {
+            let (line, _) = sources.line_col(f, span.range.start);
+            report.push(BlessEdit {
+                file: sources.display_path(f),
                 line,
-                text[range.clone()].to_string(),
-                new.clone(),
-            ));
-            text.replace_range(range.clone(), new);
+                old: text[span.range.clone()].to_string(),
+                new: new.clone(),
+            });
+            text.replace_range(span.range.clone(), new);
         }
         if let Err(e) = site::write_atomic(sources.path(f), text.as_bytes()) {
             diags.push(Diagnostic::error(
-                "io",
+                Code::Io,
                 None,
                 format!("cannot bless {}: {e}", sources.display_path(f)),
             ));
         }
     }
     // Blessed drifts are no longer errors.
-    diags.retain(|d| d.code != "drift");
+    diags.retain(|d| d.code != Code::Drift);
     let false_ones: Vec<&ClaimRecord> = claims
         .iter()
         .filter(|c| c.kind == ClaimKind::Asserted && c.verdict == Verdict::False)
         .collect();
     if !false_ones.is_empty() {
         let mut d = Diagnostic::error(
-            "assertions-to-rewrite",
+            Code::AssertionsToRewrite,
             None,
             format!(
                 "{} assertion{} to rewrite by hand (`--bless` rewrites figures, never statements)",

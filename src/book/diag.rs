@@ -15,6 +15,7 @@
 //! `…` where it is cut; the header's `file:line:col` is exact. Colour only goes to a
 //! terminal; under GitHub Actions each diagnostic is also an `::error file=…::` annotation.
 
+use super::codes::Code;
 use std::fmt::Write as _;
 use std::io::IsTerminal;
 use std::ops::Range;
@@ -44,7 +45,7 @@ pub struct Diagnostic {
     pub severity: Severity,
     /// What kind of problem this is, e.g. `drift`: bless, `--deny-warnings` and the build
     /// summary select diagnostics by it, never by their message.
-    pub code: &'static str,
+    pub code: Code,
     pub span: Option<Span>,
     pub message: String,
     /// Shown under the caret.
@@ -56,8 +57,8 @@ pub struct Diagnostic {
 }
 
 impl Diagnostic {
-    /// An error with its code (kebab-case, e.g. `drift`), where it is, and what is wrong.
-    pub fn error(code: &'static str, span: Option<Span>, message: impl Into<String>) -> Self {
+    /// An error with its code (e.g. `Code::Drift`), where it is, and what is wrong.
+    pub fn error(code: Code, span: Option<Span>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Error,
             code,
@@ -69,11 +70,30 @@ impl Diagnostic {
         }
     }
     /// A warning: reported, but the build goes on (unless warnings are denied).
-    pub fn warning(code: &'static str, span: Option<Span>, message: impl Into<String>) -> Self {
+    pub fn warning(code: Code, span: Option<Span>, message: impl Into<String>) -> Self {
         Diagnostic {
             severity: Severity::Warning,
             ..Self::error(code, span, message)
         }
+    }
+    /// `what` names run `id`, which the book does not declare (`declared` are the ids it
+    /// does). One message for figures, tables, widgets, expressions and `--rerun`.
+    pub fn unknown_run<S: AsRef<str>>(
+        what: &str,
+        id: &str,
+        span: Option<Span>,
+        declared: &[S],
+    ) -> Self {
+        let declared: Vec<&str> = declared.iter().map(AsRef::as_ref).collect();
+        Self::error(
+            Code::UnknownRun,
+            span,
+            format!("{what} uses unknown run `{id}`"),
+        )
+        .hint(format!(
+            "runs declared in the book: {}",
+            declared.join(", ")
+        ))
     }
     /// The same problem, placed at `span` (for problems found before their place is known).
     pub fn at(mut self, span: Span) -> Self {
@@ -94,13 +114,6 @@ impl Diagnostic {
     }
 }
 
-/// Warnings about the machine rather than the book: the numerics gate's, and results that
-/// are not comparable on this platform. The book's `deny_warnings` leaves them alone;
-/// `--deny-warnings` does not.
-pub fn is_environmental(code: &str) -> bool {
-    code.starts_with("numerics-") || code == "not-comparable"
-}
-
 /// Which warnings become errors.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Deny {
@@ -113,7 +126,7 @@ pub enum Deny {
 /// Turns warnings into errors, each with a note saying why.
 pub fn deny_warnings(diags: &mut [Diagnostic], which: Deny) {
     for d in diags.iter_mut().filter(|d| {
-        d.severity == Severity::Warning && (which == Deny::All || !is_environmental(d.code))
+        d.severity == Severity::Warning && (which == Deny::All || !d.code.is_environmental())
     }) {
         d.severity = Severity::Error;
         d.notes.push(match which {
@@ -396,7 +409,7 @@ mod tests {
         let at = src.find("9.99").unwrap();
         let s = sources(src);
         let d = Diagnostic::error(
-            "drift",
+            Code::Drift,
             Some(Span {
                 file: 0,
                 range: at..at + 4,
@@ -421,7 +434,7 @@ mod tests {
         let at = src.find("9.99").unwrap();
         let s = sources(&src);
         let d = Diagnostic::error(
-            "drift",
+            Code::Drift,
             Some(Span {
                 file: 0,
                 range: at..at + 4,
@@ -452,7 +465,7 @@ mod tests {
     fn colour_only_when_asked() {
         let s = sources("x\n");
         let d = Diagnostic::warning(
-            "unbound-number",
+            Code::UnboundNumber,
             Some(Span {
                 file: 0,
                 range: 0..1,

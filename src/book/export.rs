@@ -6,8 +6,8 @@
 //! the exponent bytes then compress well, and the file stays lossless. The page undoes
 //! both with `DecompressionStream` (see static/widget.js).
 
-use crate::engine::entry::WEIGHTS_FILE;
-use crate::engine::result::RunResult;
+use revtx_spec::entry::WEIGHTS_FILE;
+use revtx_spec::result::RunResult;
 use serde::Serialize;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -39,7 +39,7 @@ struct ManifestModel<'a> {
     seed: u64,
     key: &'a str,
     profile: &'a str,
-    config: &'a crate::engine::config::ModelConfig,
+    config: &'a revtx_spec::config::ModelConfig,
     train_lengths: [usize; 2],
     first_untrained: Option<usize>,
     file: String,
@@ -104,8 +104,7 @@ pub fn files(models: &[Model]) -> Result<Export, String> {
     for m in models {
         let train = m
             .result
-            .train
-            .as_ref()
+            .train()
             .ok_or_else(|| format!("`{}` is not a training run", m.id))?;
         let (floats, tensors) = read_weights(&m.entry.join(WEIGHTS_FILE))?;
         let packed = packed(m.entry, m.key, &floats)?;

@@ -8,7 +8,8 @@
 //! lose the span of every error inside it.)
 
 use super::diag::{Diagnostic, Span};
-use crate::engine::result::{RunResult, TrainResult};
+use crate::book::codes::Code;
+use revtx_spec::result::{RunResult, TrainResult};
 use serde::Deserialize;
 use std::ops::Range;
 
@@ -114,12 +115,16 @@ impl Body<'_> {
         let at = e
             .span()
             .map_or_else(|| self.fence.clone(), |r| self.span(r));
-        Diagnostic::error("toml", Some(at), format!("invalid {what}")).label(e.message())
+        Diagnostic::error(Code::Toml, Some(at), format!("invalid {what}")).label(e.message())
     }
 
     fn missing(&self, field: &str, what: &str) -> Diagnostic {
-        Diagnostic::error("toml", Some(self.fence.clone()), format!("invalid {what}"))
-            .label(format!("missing field `{field}`"))
+        Diagnostic::error(
+            Code::Toml,
+            Some(self.fence.clone()),
+            format!("invalid {what}"),
+        )
+        .label(format!("missing field `{field}`"))
     }
 }
 
@@ -136,7 +141,7 @@ pub fn read<K: Kinds>(body: &Body) -> Result<(Common, K), Diagnostic> {
     };
     if !K::NAMES.contains(&kind.get_ref().as_str()) {
         return Err(Diagnostic::error(
-            "unknown-kind",
+            Code::UnknownKind,
             Some(body.span(kind.span())),
             format!("unknown {} kind `{}`", K::WHAT, kind.get_ref()),
         )
@@ -166,7 +171,7 @@ pub fn read<K: Kinds>(body: &Body) -> Result<(Common, K), Diagnostic> {
     };
     if runs.get_ref().is_empty() {
         return Err(Diagnostic::error(
-            "no-runs",
+            Code::NoRuns,
             Some(body.fence.clone()),
             format!("this {} draws no runs", K::WHAT),
         )
@@ -216,9 +221,9 @@ impl<'a> RunData<'a> {
 
     /// The first seed's training result; a probe run has none.
     pub fn train(&self, what: &str) -> Result<&'a TrainResult, Diagnostic> {
-        self.first().train.as_ref().ok_or_else(|| {
+        self.first().train().ok_or_else(|| {
             Diagnostic::error(
-                "probe-run",
+                Code::ProbeRun,
                 None,
                 format!("{what} needs a training run, and `{}` is a probe", self.id),
             )
@@ -231,7 +236,7 @@ pub fn single<'r, 'a>(runs: &'r [RunData<'a>], kind: &str) -> Result<&'r RunData
     match runs {
         [one] => Ok(one),
         _ => Err(Diagnostic::error(
-            "runs",
+            Code::Runs,
             None,
             format!("`{kind}` draws one run, and this lists {}", runs.len()),
         )

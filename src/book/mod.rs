@@ -25,6 +25,7 @@
 
 mod bless;
 pub mod claims;
+pub mod codes;
 pub mod diag;
 pub mod export;
 pub mod expr;
@@ -39,6 +40,7 @@ pub mod site;
 pub mod sitefiles;
 pub mod tables;
 
+use crate::book::codes::Code;
 use claims::ClaimRecord;
 use diag::{Diagnostic, Severity, Sources};
 use render::{Counts, KatexCache, RenderedChapter};
@@ -78,8 +80,8 @@ pub struct Outcome {
     pub counts: Counts,
     pub run_report: Vec<String>,
     pub timings: Vec<(&'static str, Duration)>,
-    /// Source edits made by `--bless`: (file, line, old, new).
-    pub blessed: Vec<(String, usize, String, String)>,
+    /// Source edits made by `--bless`.
+    pub blessed: Vec<bless::BlessEdit>,
     /// Whether the runs' figures can be compared with the book's (see `numerics`).
     pub comparable: bool,
 }
@@ -173,7 +175,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     o.timings.push(("runs", t.elapsed()));
     if runs::INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
         o.diags.push(Diagnostic::error(
-            "interrupted",
+            Code::Interrupted,
             None,
             "interrupted: the site and the finished cache entries are left as they were",
         ));
@@ -230,17 +232,7 @@ fn unknown_reruns(opts: &runs::RunOptions, plans: &[runs::RunPlan], diags: &mut 
     for id in &opts.rerun {
         if !plans.iter().any(|p| &p.id == id) {
             let declared: Vec<&str> = plans.iter().map(|p| p.id.as_str()).collect();
-            diags.push(
-                Diagnostic::error(
-                    "unknown-run",
-                    None,
-                    format!("`--rerun {id}`: the book declares no run `{id}`"),
-                )
-                .hint(format!(
-                    "runs declared in the book: {}",
-                    declared.join(", ")
-                )),
-            );
+            diags.push(Diagnostic::unknown_run("`--rerun`", id, None, &declared));
         }
     }
 }
@@ -250,12 +242,12 @@ fn bless_stage(
     opts: &BuildOptions,
     o: &mut Outcome,
     claims: &[ClaimRecord],
-    measured: Option<&crate::engine::profile::Fingerprint>,
+    measured: Option<&revtx_spec::profile::Fingerprint>,
 ) {
     if !opts.runs.profile.comparable() {
         o.diags.push(
             Diagnostic::error(
-                "bless",
+                Code::Bless,
                 None,
                 "the book is blessed under the portable profile only",
             )
@@ -271,7 +263,7 @@ fn bless_stage(
                 .push("numerics: recorded this machine's fingerprint in book/numerics.json".into()),
             Ok(false) => {}
             Err(e) => o.diags.push(Diagnostic::error(
-                "io",
+                Code::Io,
                 None,
                 format!("cannot write book/numerics.json: {e}"),
             )),
@@ -288,7 +280,7 @@ fn write_stage(
 ) {
     if let Err(e) = site::write(&opts.root, out, ctx) {
         o.diags.push(Diagnostic::error(
-            "io",
+            Code::Io,
             None,
             format!("cannot write the site to {}: {e:#}", out.display()),
         ));

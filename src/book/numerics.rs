@@ -6,7 +6,8 @@
 //! instead of reporting drift after the whole training.
 
 use super::diag::{Diagnostic, Sources, Span};
-use crate::engine::profile::{Fingerprint, Platform, Profile};
+use crate::book::codes::Code;
+use revtx_spec::profile::{Fingerprint, Platform, Profile};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -59,7 +60,7 @@ pub fn recorded(
     };
     match serde_json::from_str::<Fingerprint>(&text) {
         Ok(f) => Ok(Some((f, whole))),
-        Err(e) => Err(Diagnostic::error("numerics-file", Some(whole), "book/numerics.json does not parse")
+        Err(e) => Err(Diagnostic::error(Code::NumericsFile, Some(whole), "book/numerics.json does not parse")
             .label(e.to_string())
             .hint("restore it from version control, or delete it and run `check --bless` to record it again")),
     }
@@ -93,7 +94,7 @@ pub fn gate(
     }
     let here = Platform::this();
     if let Some(why) = here.unsupported(profile) {
-        let d = Diagnostic::error("numerics-unsupported", None, "figures cannot be checked bit-for-bit on this platform")
+        let d = Diagnostic::error(Code::NumericsUnsupported, None, "figures cannot be checked bit-for-bit on this platform")
             .note(why)
             .hint("train anyway with --ignore-numerics (drift is then reported as not comparable), draft with --profile native, or build from a run cache made on a supported machine (CI's)");
         return refuse_or_continue(g, d, ignore, diags);
@@ -111,7 +112,7 @@ pub fn gate(
         Err(e) => {
             diags.push(
                 Diagnostic::error(
-                    "numerics-probe",
+                    Code::NumericsProbe,
                     None,
                     "cannot measure this machine's numerics",
                 )
@@ -150,7 +151,7 @@ pub fn gate(
         }
         Some((book, span)) => {
             let ops = book.differences(&measured);
-            let d = Diagnostic::error("numerics-mismatch", 
+            let d = Diagnostic::error(Code::NumericsMismatch,
                 Some(span),
                 format!(
                     "this machine computes other bits than the one that blessed the book ({} of {} probed operations differ: {})",
@@ -194,7 +195,7 @@ pub fn recorded_by(book: &Fingerprint, engine: &str, profile: &str) -> bool {
 /// `book/numerics.json` is missing: nothing says which bits the book's figures are.
 fn unrecorded() -> Diagnostic {
     Diagnostic::warning(
-        "numerics-unrecorded",
+        Code::NumericsUnrecorded,
         None,
         "book/numerics.json holds no numerics fingerprint",
     )
@@ -206,7 +207,7 @@ fn unrecorded() -> Diagnostic {
 /// engine that now trains it.
 fn foreign(book: &Fingerprint, engine: &str, profile: &str, span: Span) -> Diagnostic {
     Diagnostic::warning(
-        "numerics-engine",
+        Code::NumericsEngine,
         Some(span),
         "book/numerics.json was recorded by another engine",
     )
@@ -233,7 +234,7 @@ pub fn recorded_by_this_engine(
         Err(d) => diags.push(d),
         Ok(None) => diags.push(unrecorded()),
         Ok(Some((book, span))) => {
-            let engine = crate::engine::CODE_FINGERPRINT;
+            let engine = crate::ENGINE.code;
             if !recorded_by(&book, engine, profile.id()) {
                 diags.push(foreign(&book, engine, profile.id(), span));
             }

@@ -197,7 +197,7 @@ mod tests {
     use super::*;
 
     fn planned(key: &str, seconds: f64) -> Planned {
-        let config = crate::engine::experiments::RunConfig::reference();
+        let config = revtx_spec::experiments::RunConfig::reference();
         Planned {
             run: key.into(),
             seed: 0,

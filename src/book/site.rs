@@ -12,7 +12,7 @@ use super::parse::{Book, Directive};
 use super::render::{self, RenderedChapter, SearchEntry};
 use super::runs::Results;
 use super::sitefiles::Files;
-use crate::engine::{CODE_FINGERPRINT, LIBTORCH_VERSION};
+use crate::ENGINE;
 use anyhow::{Context, Result};
 use minijinja::{context, Environment};
 use std::fmt::Write as _;
@@ -109,7 +109,7 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
             page => context! { title => title, content => minijinja::Value::from_safe_string(content), toc => toc, kind => kind, widget => widget },
             root => "",
             nav => nav,
-            build => context! { version => env!("CARGO_PKG_VERSION"), fingerprint => CODE_FINGERPRINT, generated => generated },
+            build => context! { version => env!("CARGO_PKG_VERSION"), fingerprint => ENGINE.code, generated => generated },
             diagnostics => Vec::<String>::new(),
             live_reload => ctx.live_reload,
         })?)
@@ -142,7 +142,9 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
 
     // Runs appendix and downloads.
     let runs_view = downloads(ctx.results, &mut files);
-    let runs_html = env.get_template("runs.html")?.render(context! { runs => runs_view, libtorch => LIBTORCH_VERSION, fingerprint => CODE_FINGERPRINT })?;
+    let runs_html = env.get_template("runs.html")?.render(
+        context! { runs => runs_view, libtorch => ENGINE.libtorch, fingerprint => ENGINE.code },
+    )?;
     let runs_toc: Vec<render::TocEntry> = ctx
         .results
         .plans
@@ -195,7 +197,7 @@ fn downloads(results: &Results, files: &mut Files) -> Vec<minijinja::Value> {
                 files.link(format!("runs/{stem}.safetensors"), &weights);
             }
             let mut csv = String::from("step,loss\n");
-            if let Some(t) = &p.result.train {
+            if let Some(t) = p.result.train() {
                 for (i, l) in t.losses.iter().enumerate() {
                     let _ = writeln!(csv, "{},{l}", i + 1);
                 }
@@ -204,7 +206,7 @@ fn downloads(results: &Results, files: &mut Files) -> Vec<minijinja::Value> {
             let e = &p.result.env;
             // A probe run trains no model: it has no parameters, training time or speed to
             // show, and "0" would read as a measurement.
-            let trained = p.result.train.is_some();
+            let trained = p.result.train().is_some();
             let shown = |v: f64| {
                 if trained {
                     format!("{v:.1}")
@@ -220,7 +222,7 @@ fn downloads(results: &Results, files: &mut Files) -> Vec<minijinja::Value> {
                 threads => e.threads,
                 cpu => &e.cpu,
                 json => format!("runs/{stem}.json"),
-                csv => p.result.train.as_ref().map(|_| format!("runs/{stem}-loss.csv")),
+                csv => p.result.train().map(|_| format!("runs/{stem}-loss.csv")),
                 weights => has_weights.then(|| format!("runs/{stem}.safetensors")),
                 params => if p.result.params > 0 { p.result.params.to_string() } else { DASH.into() },
             });

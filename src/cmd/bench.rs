@@ -9,7 +9,7 @@
 //! peak with MKL held to AVX2, what an AVX2-only machine of this speed could reach).
 
 use revtx_book::book::{self, runs, runs::RunOptions, BuildOptions};
-use revtx_book::engine::{entry, profile::Profile};
+use revtx_spec::{entry, profile::Profile};
 use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;

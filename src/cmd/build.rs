@@ -16,8 +16,11 @@ pub fn report(common: &Common, opts: &BuildOptions, what: &str) -> ExitCode {
         }
     }
     diag::emit_stderr(&outcome.diags, &outcome.sources);
-    for (file, line, old, new) in &outcome.blessed {
-        eprintln!("blessed {file}:{line}\n  - {old}\n  + {new}");
+    for e in &outcome.blessed {
+        eprintln!(
+            "blessed {}:{}\n  - {}\n  + {}",
+            e.file, e.line, e.old, e.new
+        );
     }
     let c = outcome.counts;
     let drifted = outcome

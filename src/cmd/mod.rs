@@ -9,7 +9,7 @@ pub mod shard;
 
 use clap::Args;
 use revtx_book::book::{runs, BuildOptions};
-use revtx_book::engine::profile::Profile;
+use revtx_spec::profile::Profile;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -49,7 +49,7 @@ pub struct Common {
     /// Numeric profile of the runs: `portable` (bit-identical on every x86-64 CPU with
     /// AVX2 and FMA; what the book is checked under) or `native` (quick local drafts,
     /// cached separately, never compared against the book).
-    #[arg(long, default_value = "portable", value_parser = parse_profile)]
+    #[arg(long, value_enum, default_value_t = Profile::Portable)]
     pub profile: Profile,
     /// Train even if this machine's numerics fingerprint differs from the one recorded in
     /// book/numerics.json; figures that differ are then reported as not comparable.
@@ -68,10 +68,6 @@ pub fn parse_jobs(s: &str) -> Result<usize, String> {
         Ok(n) => Ok(n),
         Err(_) => Err(format!("`{s}` is not a number of processes")),
     }
-}
-
-pub fn parse_profile(s: &str) -> Result<Profile, String> {
-    Profile::parse(s).ok_or_else(|| format!("unknown profile `{s}` (portable, native)"))
 }
 
 impl Common {

@@ -2,7 +2,7 @@
 //! records, one line per probed operation; fails if they differ.
 
 use revtx_book::book::{self, diag, runs};
-use revtx_book::engine::profile::Profile;
+use revtx_spec::profile::Profile;
 use std::process::ExitCode;
 
 /// `revtx-book numerics`: this machine's fingerprint against the book's, one line per

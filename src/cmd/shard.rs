@@ -5,7 +5,7 @@
 use super::Common;
 use clap::Args;
 use revtx_book::book::{self, diag, plan, runs};
-use revtx_book::engine::entry;
+use revtx_spec::entry;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;

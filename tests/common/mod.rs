@@ -46,10 +46,10 @@ impl Project {
         for d in ["templates", "static"] {
             copy_dir(&repo().join(d), &root.join(d));
         }
-        std::fs::create_dir_all(root.join("src/engine/model")).unwrap();
+        std::fs::create_dir_all(root.join("crates/revtx-engine/src/model")).unwrap();
         std::fs::copy(
-            repo().join("src/engine/model/attention.rs"),
-            root.join("src/engine/model/attention.rs"),
+            repo().join("crates/revtx-engine/src/model/attention.rs"),
+            root.join("crates/revtx-engine/src/model/attention.rs"),
         )
         .unwrap();
         Project { dir }
@@ -71,9 +71,9 @@ impl Project {
                 rerun_all: false,
                 jobs: 1,
                 timeout: Duration::from_mins(5),
-                engine: PathBuf::from(env!("CARGO_BIN_EXE_revtx-engine")),
+                engine: engine_exe(),
                 quiet: true,
-                profile: revtx_book::engine::profile::Profile::Portable,
+                profile: revtx_spec::profile::Profile::Portable,
                 remember_verified: false,
             },
             bless: false,
@@ -136,7 +136,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 pub fn located(o: &Outcome) -> Vec<(usize, usize, String)> {
     o.diags
         .iter()
-        .filter(|d| !(d.severity == Severity::Warning && d.code.starts_with("numerics-")))
+        .filter(|d| !(d.severity == Severity::Warning && d.code.is_environmental()))
         .map(|d| {
             let (l, c) = d
                 .span
@@ -163,4 +163,18 @@ pub fn runs_of(o: &Outcome) -> Vec<&str> {
         .map(String::as_str)
         .filter(|l| !l.starts_with("numerics:"))
         .collect()
+}
+
+/// The `revtx-engine` binary beside `revtx-book`: another package of the workspace, so
+/// Cargo gives its tests no `CARGO_BIN_EXE_` for it. `cargo build --release` (`make build`)
+/// builds both.
+pub fn engine_exe() -> PathBuf {
+    let engine =
+        std::path::Path::new(env!("CARGO_BIN_EXE_revtx-book")).with_file_name("revtx-engine");
+    assert!(
+        engine.is_file(),
+        "{} is missing: build the workspace first (`cargo build --release`, or `make build`)",
+        engine.display()
+    );
+    engine
 }

@@ -34,12 +34,12 @@ fn nonempty(what: &str, xs: &[Value]) -> Result<Vec<f64>, Error> {
 
 /// The mean of a list of numbers.
 pub fn mean(xs: Vec<Value>) -> Result<f64, Error> {
-    Ok(crate::engine::result::mean_std(&nonempty("mean", &xs)?).0)
+    Ok(revtx_spec::result::mean_std(&nonempty("mean", &xs)?).0)
 }
 
 /// The sample standard deviation of a list of numbers (0 for one number).
 pub fn sd(xs: Vec<Value>) -> Result<f64, Error> {
-    Ok(crate::engine::result::mean_std(&nonempty("sd", &xs)?).1)
+    Ok(revtx_spec::result::mean_std(&nonempty("sd", &xs)?).1)
 }
 
 /// The smallest of a list of numbers.

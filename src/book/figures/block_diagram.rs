@@ -7,8 +7,7 @@ use super::theme::{de, render, text_style, Area, PALETTE};
 use super::{drawn, Figure, Svg};
 use crate::book::diag::Diagnostic;
 use crate::book::kinds::{single, RunData};
-use crate::engine::config::SoftmaxAxis;
-use crate::engine::experiments::RunConfig;
+use revtx_spec::experiments::RunConfig;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Deserialize;
@@ -64,9 +63,32 @@ impl Part {
     }
 }
 
+/// The steps of the forward pass, as the alt text names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum StepId {
+    Tokens,
+    Embed,
+    Ln1,
+    Qkv,
+    Split,
+    Scores,
+    Softmax,
+    Weighted,
+    Concat,
+    Out,
+    Residual1,
+    Ln2,
+    MlpUp,
+    MlpDown,
+    Residual2,
+    LnF,
+    Head,
+}
+
 /// One step of the forward pass and the shape of what it produces.
 #[derive(Clone, Debug, PartialEq)]
 struct Step {
+    id: StepId,
     part: Part,
     label: String,
     /// The shape in symbols, e.g. `(b, h, t, d_k)`.
@@ -131,18 +153,9 @@ fn steps(c: &RunConfig) -> Vec<Step> {
         &["b", "h", "t", "t"],
         &[b.clone(), num(s.h), t.clone(), t.clone()],
     );
-    let scale = if attn.scale {
-        "q·kᵀ / √d_k"
-    } else {
-        "q·kᵀ (not divided)"
-    };
-    let softmax = match (attn.causal, attn.softmax) {
-        (true, SoftmaxAxis::Keys) => "mask, softmax over keys",
-        (true, SoftmaxAxis::Queries) => "mask, softmax over queries",
-        (false, SoftmaxAxis::Keys) => "no mask, softmax over keys",
-        (false, SoftmaxAxis::Queries) => "no mask, softmax over queries",
-    };
-    let step = |part, label: &str, (symbolic, numeric): (String, String), in_block| Step {
+    let softmax = attn.softmax_label();
+    let step = |id, part, label: &str, (symbolic, numeric): (String, String), in_block| Step {
+        id,
         part,
         label: label.to_string(),
         symbolic,
@@ -152,43 +165,43 @@ fn steps(c: &RunConfig) -> Vec<Step> {
     let three = |(sym, num): (String, String)| (format!("3 × {sym}"), format!("3 × {num}"));
     vec![
         step(
-            Part::Io,
+            StepId::Tokens, Part::Io,
             "tokens",
             shape(&["b", "t"], &[b.clone(), t.clone()]),
             false,
         ),
-        step(Part::Io, "tok + pos embeddings", btd.clone(), false),
-        step(Part::Norm, "ln1 (LayerNorm)", btd.clone(), true),
+        step(StepId::Embed, Part::Io, "tok + pos embeddings", btd.clone(), false),
+        step(StepId::Ln1, Part::Norm, "ln1 (LayerNorm)", btd.clone(), true),
         step(
-            Part::Attention,
+            StepId::Qkv, Part::Attention,
             "qkv (linear)",
             shape(&["b", "t", "3d"], &[b.clone(), t.clone(), num(3 * s.d)]),
             true,
         ),
         step(
-            Part::Attention,
+            StepId::Split, Part::Attention,
             "split: q, k, v by head",
             three(heads.clone()),
             true,
         ),
-        step(Part::Attention, scale, scores.clone(), true),
-        step(Part::Attention, softmax, scores, true),
-        step(Part::Attention, "weights · v", heads, true),
-        step(Part::Attention, "concat heads", btd.clone(), true),
-        step(Part::Attention, "out (linear)", btd.clone(), true),
-        step(Part::Add, "+ residual", btd.clone(), true),
-        step(Part::Norm, "ln2 (LayerNorm)", btd.clone(), true),
+        step(StepId::Scores, Part::Attention, attn.scores_label(), scores.clone(), true),
+        step(StepId::Softmax, Part::Attention, &softmax, scores, true),
+        step(StepId::Weighted, Part::Attention, "weights · v", heads, true),
+        step(StepId::Concat, Part::Attention, "concat heads", btd.clone(), true),
+        step(StepId::Out, Part::Attention, "out (linear)", btd.clone(), true),
+        step(StepId::Residual1, Part::Add, "+ residual", btd.clone(), true),
+        step(StepId::Ln2, Part::Norm, "ln2 (LayerNorm)", btd.clone(), true),
         step(
-            Part::Mlp,
+            StepId::MlpUp, Part::Mlp,
             "mlp.up (linear), GELU",
             shape(&["b", "t", "d_mlp"], &[b.clone(), t.clone(), num(s.d_mlp)]),
             true,
         ),
-        step(Part::Mlp, "mlp.down (linear)", btd.clone(), true),
-        step(Part::Add, "+ residual", btd.clone(), true),
-        step(Part::Norm, "ln_f (LayerNorm)", btd, false),
+        step(StepId::MlpDown, Part::Mlp, "mlp.down (linear)", btd.clone(), true),
+        step(StepId::Residual2, Part::Add, "+ residual", btd.clone(), true),
+        step(StepId::LnF, Part::Norm, "ln_f (LayerNorm)", btd, false),
         step(
-            Part::Io,
+            StepId::Head, Part::Io,
             "head (linear): logits",
             shape(&["b", "t", "vocab"], &[b, t, num(s.vocab)]),
             false,
@@ -209,39 +222,19 @@ fn width_note(c: &RunConfig, t: usize) -> String {
 fn diagram_alt(c: &RunConfig, steps: &[Step]) -> String {
     let s = Sizes::of(c);
     let a = &c.model.attn;
-    let at = |label: &str| {
-        steps
+    let at = |id: StepId| {
+        let x = steps
             .iter()
-            .find(|x| x.label.starts_with(label))
-            .map_or_else(String::new, |x| format!("{} = {}", x.symbolic, x.numeric))
-    };
-    let scores = format!(
-        "scores (b, h, t, t) = ({}, {}, {}, {}) as q times k transposed{}",
-        s.b,
-        s.h,
-        s.t,
-        s.t,
-        if a.scale {
-            ", divided by the square root of d_k"
-        } else {
-            " with no division"
-        }
-    );
-    let mask = if a.causal {
-        "masks later keys"
-    } else {
-        "masks nothing"
-    };
-    let axis = match a.softmax {
-        SoftmaxAxis::Keys => "keys",
-        SoftmaxAxis::Queries => "queries",
+            .find(|x| x.id == id)
+            .expect("every step the alt text names is drawn");
+        format!("{} = {}", x.symbolic, x.numeric)
     };
     format!(
         "Diagram of the model with the tensor shape at every step, for b = {} sequences of \
          t = {} tokens, width d = {}, h = {} heads of width d_k = {}: tokens {} become \
          embeddings {}; each of the {} blocks applies LayerNorm and qkv {}, splits q, k and v \
-         by head, each {}, takes {}, {} and takes the softmax over {}, multiplies the weights \
-         by v, concatenates the heads back to {}, applies out and adds the residual; then \
+         by head, each {}, takes scores {} as {}, {}, multiplies the weights by v, \
+         concatenates the heads back to {}, applies out and adds the residual; then \
          LayerNorm, the MLP widens to {} and narrows back, and the residual is added again; \
          a final LayerNorm and the head give logits {}.",
         s.b,
@@ -249,17 +242,17 @@ fn diagram_alt(c: &RunConfig, steps: &[Step]) -> String {
         s.d,
         s.h,
         s.d_k,
-        at("tokens"),
-        at("tok + pos"),
+        at(StepId::Tokens),
+        at(StepId::Embed),
         s.layers,
-        at("qkv"),
-        at("weights · v"),
-        scores,
-        mask,
-        axis,
-        at("concat"),
-        at("mlp.up"),
-        at("head"),
+        at(StepId::Qkv),
+        at(StepId::Weighted),
+        at(StepId::Scores),
+        a.scores_words(),
+        a.softmax_words(),
+        at(StepId::Concat),
+        at(StepId::MlpUp),
+        at(StepId::Head),
     )
 }
 

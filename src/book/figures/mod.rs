@@ -17,6 +17,7 @@ mod theme;
 
 use super::diag::Diagnostic;
 use super::kinds::{kinds, RunData};
+use crate::book::codes::Code;
 
 kinds! {
     /// A figure directive's `kind`, with that kind's own fields.
@@ -83,7 +84,7 @@ fn smoothed(label: &str, losses: &[f64], w: usize) -> Series {
 
 /// A plotting failure as the figure's diagnostic.
 fn drawn(svg: Result<Svg, String>) -> Result<Svg, Diagnostic> {
-    svg.map_err(|e| Diagnostic::error("figure", None, "cannot draw this figure").label(e))
+    svg.map_err(|e| Diagnostic::error(Code::Figure, None, "cannot draw this figure").label(e))
 }
 
 #[cfg(test)]

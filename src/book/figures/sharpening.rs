@@ -4,11 +4,12 @@
 //! `base = "worked-example"` (`worked.sharpening`, computed by the engine's `attention`).
 
 use super::alt::fmt_num;
+use crate::book::codes::Code;
 use super::theme::{de, mesh, render, text_style, Area, PALETTE};
 use super::{drawn, Figure, Svg};
 use crate::book::diag::Diagnostic;
 use crate::book::kinds::{single, RunData};
-use crate::engine::result::Sharpening;
+use revtx_spec::result::Sharpening;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use serde::Deserialize;
@@ -30,9 +31,9 @@ pub struct Spec {}
 impl Figure for Spec {
     fn draw(&self, runs: &[RunData]) -> Result<Svg, Diagnostic> {
         let run = single(runs, "sharpening")?;
-        let Some(w) = &run.first().worked else {
+        let Some(w) = run.first().worked() else {
             return Err(Diagnostic::error(
-                "figure",
+                Code::Figure,
                 None,
                 format!("`{}` is not a worked-example run", run.id),
             )

@@ -3,11 +3,12 @@
 
 use super::events::Node;
 use super::Spanned;
+use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, FileId, Span};
 use crate::book::figures::FigureKind;
 use crate::book::kinds::{self, Body, Common};
 use crate::book::tables::TableKind;
-use crate::engine::experiments::RunSpec;
+use revtx_spec::experiments::RunSpec;
 
 /// A figure or table directive: its id, common fields and kind.
 #[derive(Clone, Debug)]
@@ -92,14 +93,45 @@ impl Directive {
     }
 }
 
-/// Whether a fence's first word names a directive.
-pub fn is_directive(word: &str) -> bool {
-    matches!(word, "run" | "figure" | "table" | "include" | "widget")
+/// The directives, by the first word of their fence's info string.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DirectiveKind {
+    Run,
+    Figure,
+    Table,
+    Include,
+    Widget,
 }
 
-/// Whether inline constructs in a fence's body are read (figure and table captions).
-pub fn has_prose(word: &str) -> bool {
-    matches!(word, "figure" | "table")
+impl DirectiveKind {
+    pub const ALL: [DirectiveKind; 5] = [
+        DirectiveKind::Run,
+        DirectiveKind::Figure,
+        DirectiveKind::Table,
+        DirectiveKind::Include,
+        DirectiveKind::Widget,
+    ];
+
+    /// The fence word that opens it.
+    pub fn word(self) -> &'static str {
+        match self {
+            DirectiveKind::Run => "run",
+            DirectiveKind::Figure => "figure",
+            DirectiveKind::Table => "table",
+            DirectiveKind::Include => "include",
+            DirectiveKind::Widget => "widget",
+        }
+    }
+
+    /// The directive a fence's first word names; `None` for a plain code block.
+    pub fn from_word(word: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.word() == word)
+    }
+
+    /// Whether inline constructs in its body are read (figure and table captions).
+    pub fn has_prose(self) -> bool {
+        matches!(self, DirectiveKind::Figure | DirectiveKind::Table)
+    }
 }
 
 /// What a directive's body needs from the chapter parse.
@@ -116,7 +148,11 @@ pub struct Fence<'a> {
 }
 
 /// Parses a fence into a directive; `None` when it names one but is broken (diagnosed).
-pub fn parse(f: &Fence, diags: &mut Vec<Diagnostic>) -> Option<Spanned<Directive>> {
+pub fn parse(
+    kind: DirectiveKind,
+    f: &Fence,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Spanned<Directive>> {
     let mut words = f.info.split_whitespace();
     let word = words.next().unwrap_or_default();
     let err = |code, msg: String, hint: &str| {
@@ -124,10 +160,10 @@ pub fn parse(f: &Fence, diags: &mut Vec<Diagnostic>) -> Option<Spanned<Directive
     };
     let Some(arg) = words.next() else {
         diags.push(err(
-            "directive",
+            Code::Directive,
             format!("`{word}` needs an argument"),
-            match word {
-                "include" => "write ```include src/file.rs:anchor",
+            match kind {
+                DirectiveKind::Include => "write ```include src/file.rs:anchor",
                 _ => "write e.g. ```run reference",
             },
         ));
@@ -135,15 +171,15 @@ pub fn parse(f: &Fence, diags: &mut Vec<Diagnostic>) -> Option<Spanned<Directive
     };
     if words.next().is_some() {
         diags.push(err(
-            "directive",
+            Code::Directive,
             format!("unexpected text after `{word} {arg}`"),
             "a directive takes one argument",
         ));
         return None;
     }
-    if word != "include" && !super::valid_id(arg) {
+    if kind != DirectiveKind::Include && !super::valid_id(arg) {
         diags.push(err(
-            "directive",
+            Code::Directive,
             format!("`{arg}` is not a valid id"),
             "ids are lowercase letters, digits, `-` and `_`",
         ));
@@ -156,8 +192,8 @@ pub fn parse(f: &Fence, diags: &mut Vec<Diagnostic>) -> Option<Spanned<Directive
         to_src: f.to_src,
         fence: &f.span,
     };
-    let node = match word {
-        "run" => match toml::from_str::<RunSpec>(f.body) {
+    let node = match kind {
+        DirectiveKind::Run => match toml::from_str::<RunSpec>(f.body) {
             Ok(spec) => {
                 if let Some(d) = repeated_seed(&body) {
                     diags.push(d);
@@ -170,10 +206,10 @@ pub fn parse(f: &Fence, diags: &mut Vec<Diagnostic>) -> Option<Spanned<Directive
                 return None;
             }
         },
-        "figure" => Directive::Figure(block(id, &body, f, diags)?),
-        "table" => Directive::Table(block(id, &body, f, diags)?),
-        "widget" => Directive::Widget(widget(id, &body, diags)?),
-        _ => {
+        DirectiveKind::Figure => Directive::Figure(block(id, &body, f, diags)?),
+        DirectiveKind::Table => Directive::Table(block(id, &body, f, diags)?),
+        DirectiveKind::Widget => Directive::Widget(widget(id, &body, diags)?),
+        DirectiveKind::Include => {
             let (path, anchor) = match arg.split_once(':') {
                 Some((p, a)) => (p.to_string(), Some(a.to_string())),
                 None => (arg.to_string(), None),
@@ -200,7 +236,7 @@ fn repeated_seed(body: &Body) -> Option<Diagnostic> {
         if seeds[..k].iter().any(|f| f.get_ref() == s.get_ref()) {
             return Some(
                 Diagnostic::error(
-                    "repeated-seed",
+                    Code::RepeatedSeed,
                     Some(body.span(s.span())),
                     format!("seed {} is listed twice", s.get_ref()),
                 )
@@ -224,7 +260,7 @@ fn block<K: kinds::Kinds>(
     if placeholders(f.body) != placeholders(&common.caption) {
         diags.push(
             Diagnostic::error(
-                "directive",
+                Code::Directive,
                 Some(f.span.clone()),
                 "claims, inserts and references belong in the caption",
             )
@@ -247,8 +283,9 @@ fn widget(id: String, body: &Body, diags: &mut Vec<Diagnostic>) -> Option<Widget
     let fence = || Some(body.fence.clone());
     let example = "list the training runs it runs, e.g. `models = [{ run = \"reference\", label = \"Reference\" }]`";
     if body.text.trim().is_empty() {
-        diags
-            .push(Diagnostic::error("no-runs", fence(), "this widget has no models").hint(example));
+        diags.push(
+            Diagnostic::error(Code::NoRuns, fence(), "this widget has no models").hint(example),
+        );
         return None;
     }
     let parsed: WidgetBody = match toml::from_str(body.text) {
@@ -259,15 +296,16 @@ fn widget(id: String, body: &Body, diags: &mut Vec<Diagnostic>) -> Option<Widget
         }
     };
     if parsed.models.is_empty() {
-        diags
-            .push(Diagnostic::error("no-runs", fence(), "this widget has no models").hint(example));
+        diags.push(
+            Diagnostic::error(Code::NoRuns, fence(), "this widget has no models").hint(example),
+        );
         return None;
     }
     for (k, m) in parsed.models.iter().enumerate() {
         if parsed.models[..k].iter().any(|o| o.run == m.run) {
             diags.push(
                 Diagnostic::error(
-                    "directive",
+                    Code::Directive,
                     fence(),
                     format!("this widget lists run `{}` twice", m.run),
                 )

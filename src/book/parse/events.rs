@@ -4,6 +4,7 @@
 use super::directive::{self, Directive};
 use super::inline::{pieces, Piece, Substituted};
 use super::{numerals, options, Spanned};
+use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, FileId, Span};
 use pulldown_cmark::{CodeBlockKind, CowStr, Event, Parser, Tag, TagEnd};
 use std::cell::RefCell;
@@ -95,7 +96,12 @@ fn prose(
     let mut fence: Option<bool> = None;
     for (ev, range) in events {
         match ev {
-            Event::Start(Tag::CodeBlock(kind)) => fence = Some(directive::has_prose(word(kind))),
+            Event::Start(Tag::CodeBlock(kind)) => {
+                fence = Some(
+                    directive::DirectiveKind::from_word(word(kind))
+                        .is_some_and(directive::DirectiveKind::has_prose),
+                );
+            }
             Event::End(TagEnd::CodeBlock) => fence = None,
             Event::Text(t) if fence != Some(false) => {
                 for piece in pieces(t) {
@@ -251,16 +257,16 @@ impl Builder<'_> {
             .next()
             .unwrap_or_default()
             .to_string();
-        if !directive::is_directive(&lang) {
+        let Some(kind) = directive::DirectiveKind::from_word(&lang) else {
             return Node::Code {
                 lang,
                 body: self.restore(body),
             };
-        }
+        };
         let text = &self.sub.text;
         let line_end = text[start..].find('\n').map_or(start, |n| start + n);
         let body_start = (line_end + 1).min(text.len());
-        let body = if directive::has_prose(&lang) {
+        let body = if kind.has_prose() {
             body.to_string()
         } else {
             self.restore(body)
@@ -274,7 +280,7 @@ impl Builder<'_> {
             to_src: &|p| self.sub.to_src(body_start + p),
             caption: &|c| self.caption(c, &at, &body, body_start),
         };
-        directive::parse(&fence, diags).map_or(Node::Broken, Node::Directive)
+        directive::parse(kind, &fence, diags).map_or(Node::Broken, Node::Directive)
     }
 
     /// pulldown-cmark leaves a `$$` that opens no formula as text: its braces do not
@@ -294,7 +300,7 @@ impl Builder<'_> {
         let start = at.range.start + k;
         diags.push(
             Diagnostic::error(
-                "math-unclosed",
+                Code::MathUnclosed,
                 Some(Span {
                     file: self.file,
                     range: start..start + 2,

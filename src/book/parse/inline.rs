@@ -10,6 +10,7 @@
 //! claims, inserts and references nested in it, is parsed like any other prose.
 
 use super::{Spanned, PLACEHOLDER_CLOSE, PLACEHOLDER_OPEN};
+use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, FileId, Span};
 
 /// Numeric tolerance of a claim.
@@ -155,7 +156,7 @@ pub fn substitute(file: FileId, src: &str) -> Substituted {
             continue;
         }
         let Some(close) = matching_brace(src, i) else {
-            let d = Diagnostic::error("unclosed-brace", Some(span(i..i + 2)), "unclosed `{`")
+            let d = Diagnostic::error(Code::UnclosedBrace, Some(span(i..i + 2)), "unclosed `{`")
                 .label("this is never closed")
                 .hint("close it with `}` on the same line");
             out.unclosed.push((i, d));
@@ -195,7 +196,7 @@ pub fn substitute(file: FileId, src: &str) -> Substituted {
                 if !super::valid_id(&id) {
                     diags.push(
                         Diagnostic::error(
-                            "bad-reference",
+                            Code::BadReference,
                             Some(span(i..close + 1)),
                             format!("`{id}` is not a valid reference"),
                         )
@@ -279,7 +280,7 @@ fn assertion(
     if expr.is_empty() {
         diags.push(
             Diagnostic::error(
-                "empty-expression",
+                Code::EmptyExpression,
                 Some(Span {
                     file,
                     range: open..close + 1,
@@ -293,7 +294,7 @@ fn assertion(
         if src[t.range.clone()].trim().is_empty() {
             diags.push(
                 Diagnostic::error(
-                    "empty-quote",
+                    Code::EmptyQuote,
                     Some(t.clone()),
                     "an assertion asserts no text",
                 )
@@ -325,7 +326,7 @@ fn literal(
     if reason.is_empty() {
         diags.push(
             Diagnostic::error(
-                "literal",
+                Code::LiteralNoReason,
                 Some(span(open..close + 1)),
                 "a literal needs a reason",
             )
@@ -338,7 +339,7 @@ fn literal(
             if quoted.trim().is_empty() {
                 diags.push(
                     Diagnostic::error(
-                        "empty-quote",
+                        Code::EmptyQuote,
                         Some(span(q..open)),
                         "a literal quotes nothing",
                     )
@@ -355,7 +356,7 @@ fn literal(
         _ => {
             diags.push(
                 Diagnostic::error(
-                    "literal",
+                    Code::LiteralUnbracketed,
                     Some(span(open..close + 1)),
                     "`{! …}` marks the number in brackets before it",
                 )
@@ -389,7 +390,7 @@ fn value(
     if let Some(msg) = tol_err {
         diags.push(
             Diagnostic::error(
-                "bad-tolerance",
+                Code::BadTolerance,
                 Some(span(body_start..close)),
                 "bad tolerance",
             )
@@ -402,7 +403,7 @@ fn value(
     if expr.trim().is_empty() {
         diags.push(
             Diagnostic::error(
-                "empty-expression",
+                Code::EmptyExpression,
                 Some(span(i..close + 1)),
                 "empty expression",
             )
@@ -415,7 +416,7 @@ fn value(
             let quoted = src[q + 1..i - 1].to_string();
             if quoted.trim().is_empty() {
                 diags.push(
-                    Diagnostic::error("empty-quote", Some(span(q..i)), "a claim quotes nothing")
+                    Diagnostic::error(Code::EmptyQuote, Some(span(q..i)), "a claim quotes nothing")
                         .hint("write the figure as it should read, e.g. `[94.6%]{=run.path}`"),
                 );
             }

@@ -9,6 +9,7 @@
 //!             | "figure" SP id         body: TOML { kind, runs, caption, labels?, … }
 //!             | "table" SP id          body: TOML { kind, runs, caption, labels?, … }
 //!             | "include" SP path [":" anchor]     body: empty
+//!             | "widget" SP id         body: TOML { models = [{ run, label? }, …] }
 //! claim       = "[" quoted "]" "{=" expr [ "~" tolerance ] "}"   checked figure
 //! insert      = "{=" expr "}"                                      inserted value, no claim
 //! literal     = "[" quoted "]" "{!" reason "}"    shown as written, deliberately unchecked
@@ -40,6 +41,7 @@ pub use events::{Math, Node};
 pub use inline::{Inline, Tolerance};
 
 use super::diag::{Diagnostic, FileId, Sources, Span};
+use crate::book::codes::Code;
 use pulldown_cmark::{Event, HeadingLevel, Options, Tag, TagEnd};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -122,7 +124,7 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
         Err(e) => {
             diags.push(
                 Diagnostic::error(
-                    "io",
+                    Code::Io,
                     None,
                     format!("cannot read {}: {e}", toml_path.display()),
                 )
@@ -137,7 +139,7 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
         Err(e) => {
             let range = e.span().map_or(0..1, |r| r.start..r.end.max(r.start + 1));
             diags.push(
-                Diagnostic::error("toml", Some(Span { file, range }), "invalid book.toml")
+                Diagnostic::error(Code::Toml, Some(Span { file, range }), "invalid book.toml")
                     .label(e.message()),
             );
             return None;
@@ -146,7 +148,7 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
     if config.chapters.is_empty() {
         diags.push(
             Diagnostic::error(
-                "no-chapters",
+                Code::NoChapters,
                 Some(Span {
                     file,
                     range: key_range(&text, "chapters"),
@@ -193,7 +195,7 @@ fn load_chapters(
             let (line, _) = sources.line_col(file, first.start);
             diags.push(
                 Diagnostic::error(
-                    "duplicate-chapter",
+                    Code::DuplicateChapter,
                     Some(at),
                     format!("chapter `{}` is listed twice", rel.get_ref()),
                 )
@@ -215,7 +217,7 @@ fn load_chapters(
             Err(e) => {
                 diags.push(
                     Diagnostic::error(
-                        "io",
+                        Code::Io,
                         Some(at),
                         format!("cannot read chapter `{}`: {e}", rel.get_ref()),
                     )
@@ -250,7 +252,7 @@ fn key_range(text: &str, key: &str) -> std::ops::Range<usize> {
 fn chapter_path(book_dir: &Path, rel: &str) -> Result<(PathBuf, PathBuf), Diagnostic> {
     let refuse = |why: &str| {
         Diagnostic::error(
-            "chapter-outside",
+            Code::ChapterOutside,
             None,
             format!("refusing to read chapter `{rel}`: {why}"),
         )
@@ -380,7 +382,7 @@ fn duplicate_ids(ch: &Chapter, src: &str, diags: &mut Vec<Diagnostic>) {
                 + 1;
             diags.push(
                 Diagnostic::error(
-                    "duplicate-id",
+                    Code::DuplicateId,
                     Some(sp.clone()),
                     format!("duplicate id `{id}`"),
                 )

@@ -11,6 +11,7 @@
 //! equation numbers, ordered-list markers, inserted values).
 
 use super::inline::{pieces, Piece};
+use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, FileId, Span};
 use pulldown_cmark::{Event, LinkType, Tag, TagEnd};
 use std::ops::Range;
@@ -70,7 +71,7 @@ pub fn lint<'e>(
                     let n = &raw[r];
                     pending.push(
                         Diagnostic::warning(
-                            "unbound-number",
+                            Code::UnboundNumber,
                             Some(Span {
                                 file,
                                 range: a..b.max(a),

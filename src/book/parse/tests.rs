@@ -2,6 +2,7 @@
 //! are placed.
 
 use super::*;
+use crate::book::codes::Code;
 
 fn parse(src: &str) -> (Chapter, Vec<Diagnostic>) {
     let mut d = Vec::new();
@@ -75,7 +76,7 @@ fn code_math_and_html_keep_constructs_as_written() {
 
 #[test]
 fn directives_are_typed() {
-    let src = "```run short\nbase = \"reference\"\nseed = 3\n[train]\nsteps = 10\n```\n\n```figure fig-a\nkind = \"loss\"\nruns = [\"short\"]\nsmooth = 5\ncaption = \"Loss [0.5]{=short.train.final_loss ~ 1}\"\n```\n\n```include src/engine/model/attention.rs:attention\n```\n";
+    let src = "```run short\nbase = \"reference\"\nseed = 3\n[train]\nsteps = 10\n```\n\n```figure fig-a\nkind = \"loss\"\nruns = [\"short\"]\nsmooth = 5\ncaption = \"Loss [0.5]{=short.train.final_loss ~ 1}\"\n```\n\n```include crates/revtx-engine/src/model/attention.rs:attention\n```\n";
     let (c, d) = parse(src);
     assert!(d.is_empty(), "{d:?}");
     let dirs: Vec<&Directive> = c.directives().map(|d| &d.node).collect();
@@ -98,7 +99,7 @@ fn directives_are_typed() {
         other => panic!("{other:?}"),
     }
     assert!(
-        matches!(dirs[2], Directive::Include { path, anchor: Some(a) } if path == "src/engine/model/attention.rs" && a == "attention")
+        matches!(dirs[2], Directive::Include { path, anchor: Some(a) } if path == "crates/revtx-engine/src/model/attention.rs" && a == "attention")
     );
 }
 
@@ -163,7 +164,7 @@ fn figure_and_table_errors_have_their_lines() {
         let (c, d) = parse(&src);
         assert_eq!(d.len(), 1, "{body}: {d:?}");
         assert_eq!(
-            (line_of(&src, &d[0]), d[0].code),
+            (line_of(&src, &d[0]), d[0].code.name()),
             (line, code),
             "{body}: {d:?}"
         );
@@ -202,7 +203,7 @@ fn an_unbalanced_display_formula_is_located() {
     let src = "# T\n\nText.\n\n$$ \\frac{1}{ $$\n\nMore.\n";
     let (_, d) = parse(src);
     assert_eq!(d.len(), 1, "{d:?}");
-    assert_eq!((line_of(src, &d[0]), d[0].code), (5, "math-unclosed"));
+    assert_eq!((line_of(src, &d[0]), d[0].code), (5, Code::MathUnclosed));
     let (_, d) = parse("# T\n\n$$ \\frac{1}{2} $$ and `$$` in code\n");
     assert!(d.is_empty(), "{d:?}");
 }
@@ -275,7 +276,7 @@ fn unbound_numbers_are_warned_about_where_they_are() {
     let (c, d) = parse(src);
     let unbound: Vec<(usize, &str)> = d
         .iter()
-        .filter(|d| d.code == "unbound-number")
+        .filter(|d| d.code == Code::UnboundNumber)
         .map(|x| {
             let r = x.span.as_ref().unwrap().range.clone();
             (line_of(src, x), &src[r])

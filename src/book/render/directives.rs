@@ -3,9 +3,10 @@
 //! widget is `templates/widget.html` over the models `site.rs` exports.
 
 use super::Renderer;
+use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, Span};
 use crate::book::figures::FigureKind;
-use crate::book::kinds::{Kinds, RunData};
+use crate::book::kinds::RunData;
 use crate::book::parse::directive::Widget;
 use crate::book::parse::{Block, Node};
 use crate::book::runs::Results;
@@ -23,17 +24,12 @@ fn resolve<'r, K>(
     let mut out = Vec::new();
     for (id, label) in b.runs.iter().zip(b.run_labels()) {
         let Some(produced) = results.by_run.get(id) else {
-            diags.push(
-                Diagnostic::error(
-                    "unknown-run",
-                    Some(span.clone()),
-                    format!("{what} uses unknown run `{id}`"),
-                )
-                .hint(format!(
-                    "runs declared in the book: {}",
-                    results.declared().join(", ")
-                )),
-            );
+            diags.push(Diagnostic::unknown_run(
+                what,
+                id,
+                Some(span.clone()),
+                &results.declared(),
+            ));
             return None;
         };
         out.push(RunData {
@@ -90,7 +86,7 @@ impl Renderer<'_> {
                 }
             });
         let table = match rows {
-            Some(rows) => self.html(&format!("tables/{}.html", b.kind.name()), rows),
+            Some(rows) => self.html(&b.kind.template(), rows),
             None => String::new(),
         };
         self.wrap_table(&b.id, label, caption, &table)
@@ -126,24 +122,19 @@ impl Renderer<'_> {
                     // Declared, but it failed or could not train: its own error says why.
                     return String::new();
                 }
-                self.diags.push(
-                    Diagnostic::error(
-                        "unknown-run",
-                        Some(span.clone()),
-                        format!("this widget uses unknown run `{}`", m.run),
-                    )
-                    .hint(format!(
-                        "runs declared in the book: {}",
-                        self.results.declared().join(", ")
-                    )),
-                );
+                self.diags.push(Diagnostic::unknown_run(
+                    "this widget",
+                    &m.run,
+                    Some(span.clone()),
+                    &self.results.declared(),
+                ));
                 return String::new();
             };
             let result = &result.result;
-            if result.train.is_none() {
+            if result.train().is_none() {
                 self.diags.push(
                     Diagnostic::error(
-                        "probe-run",
+                        Code::ProbeRun,
                         Some(span.clone()),
                         format!(
                             "this widget runs trained models, and `{}` is a probe",

@@ -4,6 +4,7 @@
 
 use super::Renderer;
 use crate::book::claims::{self, Check, ClaimKind, ClaimRecord, Operand, Verdict};
+use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, Span};
 use crate::book::expr;
 use crate::book::parse::{Chapter, Inline, Tolerance};
@@ -279,7 +280,7 @@ impl Renderer<'_> {
         if self.constant(expr) {
             self.diags.push(
                 Diagnostic::error(
-                    "constant-claim",
+                    Code::ConstantClaim,
                     Some(at.clone()),
                     "an assertion that depends on no run",
                 )
@@ -291,7 +292,7 @@ impl Renderer<'_> {
         if v.kind() != minijinja::value::ValueKind::Bool {
             self.diags.push(
                 Diagnostic::error(
-                    "assertion-not-boolean",
+                    Code::AssertionNotBoolean,
                     Some(at.clone()),
                     "an assertion's condition must be true or false",
                 )
@@ -309,7 +310,7 @@ impl Renderer<'_> {
             return (Verdict::Ok, values);
         }
         let mut d = Diagnostic::error(
-            "assertion-false",
+            Code::AssertionFalse,
             Some(at.clone()),
             "asserted statement does not hold",
         )
@@ -352,7 +353,7 @@ impl Renderer<'_> {
         if self.constant(expr) {
             self.diags.push(
                 Diagnostic::error(
-                    "constant-claim",
+                    Code::ConstantClaim,
                     Some(quoted_span.clone()),
                     "a checked figure that depends on no run",
                 )
@@ -373,7 +374,7 @@ impl Renderer<'_> {
             Check::Drift { recomputed } => {
                 self.diags.push(
                     Diagnostic::error(
-                        "drift",
+                        Code::Drift,
                         Some(quoted_span.clone()),
                         "quoted figure does not match its run",
                     )
@@ -386,7 +387,7 @@ impl Renderer<'_> {
             Check::Mismatch { reason } => {
                 self.diags.push(
                     Diagnostic::error(
-                        "quote-mismatch",
+                        Code::QuoteMismatch,
                         Some(quoted_span.clone()),
                         "quoted figure cannot be compared with its value",
                     )
@@ -406,9 +407,16 @@ impl Renderer<'_> {
 
     fn reference(&mut self, id: &str, slug: &str, span: &Span) -> InlineOut {
         let Some((label, page)) = self.anchors.get(id).cloned() else {
+            // A malformed id was reported as such when the chapter was parsed.
+            if !crate::book::parse::valid_id(id) {
+                return InlineOut {
+                    html: "??".into(),
+                    text: "??".into(),
+                };
+            }
             self.diags.push(
                 Diagnostic::error(
-                    "unknown-reference",
+                    Code::UnknownReference,
                     Some(span.clone()),
                     format!("unknown reference `{id}`"),
                 )
@@ -458,12 +466,23 @@ impl Renderer<'_> {
         v
     }
 
+    /// Whether `expr` names a run the book declares but that has no result.
+    fn names_unproduced_run(&self, expr: &str) -> bool {
+        expr.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+            .any(|w| {
+                !self.results.by_run.contains_key(w) && self.results.plans.iter().any(|p| p.id == w)
+            })
+    }
+
     /// Evaluates an expression, turning failures into diagnostics at `span`.
     fn eval(&mut self, expr: &str, span: &Span) -> Option<Value> {
+        if expr.trim().is_empty() {
+            return None; // reported when the chapter was parsed (`empty-expression`)
+        }
         if let Err(e) = self.env.compile_expression(expr) {
             self.diags.push(
                 Diagnostic::error(
-                    "expression",
+                    Code::Expression,
                     Some(span.clone()),
                     "cannot parse this expression",
                 )
@@ -474,6 +493,9 @@ impl Renderer<'_> {
         }
         match expr::evaluate(&self.env, expr, &self.ctx) {
             Ok(v) => Some(v),
+            // A declared run without a result failed, or did not train because the book
+            // has errors: both are reported already, and this would only repeat them.
+            Err(_) if self.names_unproduced_run(expr) => None,
             Err(e) => {
                 let first = expr
                     .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
@@ -482,7 +504,7 @@ impl Renderer<'_> {
                 let known_run = self.results.by_run.contains_key(first)
                     || !expr::operands(expr, &|n| self.results.by_run.contains_key(n)).is_empty();
                 let d = Diagnostic::error(
-                    "expression",
+                    Code::Expression,
                     Some(span.clone()),
                     format!("cannot evaluate `{expr}`"),
                 )

@@ -2,6 +2,7 @@
 //! `// ANCHOR_END: name`) and code blocks, highlighted by syntect into `hl-…` classes.
 
 use super::Renderer;
+use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, Span};
 use minijinja::context;
 use std::sync::OnceLock;
@@ -128,24 +129,25 @@ impl Renderer<'_> {
     ) -> Result<(String, String), Diagnostic> {
         let root = std::fs::canonicalize(self.root).unwrap_or_else(|_| self.root.to_path_buf());
         let canon = std::fs::canonicalize(root.join(path)).map_err(|e| {
-            Diagnostic::error("include", None, format!("cannot include `{path}`"))
+            Diagnostic::error(Code::Include, None, format!("cannot include `{path}`"))
                 .label(e.to_string())
-                .hint("paths are relative to the project root, e.g. src/engine/model/attention.rs")
+                .hint("paths are relative to the project root, e.g. crates/revtx-engine/src/model/attention.rs")
         })?;
         if !canon.starts_with(&root) {
             return Err(Diagnostic::error(
-                "include",
+                Code::Include,
                 None,
                 format!("refusing to include `{path}`: it is outside the project"),
             )
             .hint("only files inside the project can be included"));
         }
         let src = std::fs::read_to_string(&canon).map_err(|e| {
-            Diagnostic::error("include", None, format!("cannot read `{path}`")).label(e.to_string())
+            Diagnostic::error(Code::Include, None, format!("cannot read `{path}`"))
+                .label(e.to_string())
         })?;
         let code = extract_anchor(&src, anchor).map_err(|known| {
             Diagnostic::error(
-                "include",
+                Code::Include,
                 None,
                 format!("no anchor `{}` in `{path}`", anchor.unwrap_or_default()),
             )

@@ -2,6 +2,7 @@
 //! instead of starting the JavaScript engine, and KaTeX's errors placed in the source.
 
 use super::Renderer;
+use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
 use crate::book::parse::Math;
 use minijinja::context;
@@ -71,7 +72,8 @@ impl Renderer<'_> {
             None => e.to_string(),
         };
         self.diags.push(
-            Diagnostic::error("katex", Some(span), "KaTeX cannot render this formula").label(msg),
+            Diagnostic::error(Code::Katex, Some(span), "KaTeX cannot render this formula")
+                .label(msg),
         );
     }
 }

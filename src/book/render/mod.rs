@@ -27,6 +27,7 @@ use super::claims::ClaimRecord;
 use super::diag::{Diagnostic, Sources};
 use super::parse::Book;
 use super::runs::Results;
+use crate::book::codes::Code;
 use serde::Serialize;
 use std::path::Path;
 
@@ -114,7 +115,7 @@ impl Renderer<'_> {
             Ok(h) => h,
             Err(e) => {
                 self.diags.push(Diagnostic::error(
-                    "template",
+                    Code::Template,
                     None,
                     format!("cannot render templates/{name}: {e:#}"),
                 ));

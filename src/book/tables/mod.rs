@@ -5,7 +5,7 @@
 //! implementing [`Table`], its template, and register it with one line in the list below.
 
 use super::diag::Diagnostic;
-use super::kinds::{kinds, RunData};
+use super::kinds::{kinds, Kinds, RunData};
 use minijinja::{Environment, Value};
 
 kinds! {
@@ -18,6 +18,18 @@ kinds! {
     }
 }
 
+impl TableKind {
+    /// Its template, under the project's `templates/`.
+    pub fn template(&self) -> String {
+        template(self.name())
+    }
+}
+
+/// The template of the table kind called `name`.
+fn template(name: &str) -> String {
+    format!("tables/{name}.html")
+}
+
 /// What a table kind does: give its template the rows.
 pub trait Table {
     /// The template's context; a problem is reported at the directive's fence. `env`
@@ -28,4 +40,25 @@ pub trait Table {
 /// A fraction as a percentage with one decimal: `94.6%`.
 fn percent(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::book::kinds::Kinds;
+
+    /// Every kind has its template, and minijinja compiles it.
+    #[test]
+    fn every_table_kind_has_its_template() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("templates");
+        assert_eq!(TableKind::NAMES.len(), 4, "the kinds! list above");
+        for name in TableKind::NAMES {
+            let path = root.join(template(name));
+            let text = std::fs::read_to_string(&path)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            let mut env = Environment::new();
+            env.add_template_owned(template(name), text)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        }
+    }
 }

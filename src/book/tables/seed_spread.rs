@@ -2,6 +2,7 @@
 //! expression over that seed's result (`columns = [[label, expr], …]`, e.g. `run.params`).
 
 use super::Table;
+use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
 use crate::book::expr::as_text;
 use crate::book::kinds::{single, RunData};
@@ -32,7 +33,7 @@ impl Table for Spec {
                     Ok(x) if !x.is_undefined() => as_text(&x),
                     Ok(_) | Err(_) => {
                         return Err(Diagnostic::error(
-                            "expression",
+                            Code::Expression,
                             None,
                             format!("cannot evaluate column `{expr}`"),
                         )

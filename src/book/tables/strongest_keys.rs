@@ -2,6 +2,7 @@
 //! most weight in each head of the last block, with that weight.
 
 use super::Table;
+use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
 use crate::book::kinds::{single, RunData};
 use minijinja::{context, Environment, Value};
@@ -18,7 +19,7 @@ impl Table for Spec {
         let last = run.train("this table")?.attention.strongest.last();
         let Some(last) = last.filter(|heads| !heads.is_empty()) else {
             return Err(Diagnostic::error(
-                "table",
+                Code::Table,
                 None,
                 format!("run `{}` recorded no attention weights", run.id),
             ));

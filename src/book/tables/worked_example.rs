@@ -2,6 +2,7 @@
 //! from a run with `base = "worked-example"`: keys, values, scores and weights.
 
 use super::Table;
+use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
 use crate::book::kinds::{single, RunData};
 use minijinja::{context, Environment, Value};
@@ -18,9 +19,9 @@ const TOKENS: [&str; 4] = ["the", "cat", "sat", "on"];
 impl Table for Spec {
     fn rows(&self, runs: &[RunData], _: &Environment<'static>) -> Result<Value, Diagnostic> {
         let run = single(runs, "worked-example")?;
-        let Some(w) = &run.first().worked else {
+        let Some(w) = run.first().worked() else {
             return Err(Diagnostic::error(
-                "table",
+                Code::Table,
                 None,
                 format!("`{}` is not a worked-example run", run.id),
             )

@@ -1,0 +1,494 @@
+//! Experiments as declarative configs.
+//!
+//! Two types, kept apart on purpose:
+//! - [`RunConfig`] is the complete internal description of one training run. Its canonical
+//!   JSON is part of the run-cache key and is recorded in every result.
+//! - [`RunSpec`] is the file format an author writes (TOML in a `run` block, or JSON on
+//!   the command line): a named base plus any overrides. [`RunSpec::resolve`] turns it
+//!   into a `RunConfig` and rejects unknown fields.
+
+use crate::config::{ModelConfig, SoftmaxAxis};
+use crate::task::Targets;
+use serde::{Deserialize, Serialize};
+
+/// Everything one run needs, apart from its seed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunConfig {
+    /// What the run computes: a training run, or one of the small probes.
+    pub kind: RunKind,
+    /// Shape of the model.
+    pub model: ModelConfig,
+    /// Training data.
+    pub data: DataConfig,
+    /// Optimisation.
+    pub train: TrainConfig,
+    /// What is measured after training.
+    pub eval: EvalConfig,
+}
+
+/// Kinds of experiment.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunKind {
+    /// Train the model and evaluate it.
+    Train,
+    /// Section 1.2's worked example, through the real `attention` function.
+    WorkedExample,
+    /// Sample variance of dot products of random unit-variance vectors (section 1.4).
+    DotVariance,
+}
+
+/// The training strings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DataConfig {
+    /// Shortest training string, in letters.
+    pub min_len: usize,
+    /// Longest training string, in letters.
+    pub max_len: usize,
+    /// Which positions are scored by the loss.
+    pub targets: Targets,
+    /// Start each training sequence at a random offset (exercise 5's one-line change).
+    pub random_offset: bool,
+}
+
+/// The optimiser and the schedule.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TrainConfig {
+    /// Optimisation steps.
+    pub steps: usize,
+    /// Fresh examples per step.
+    pub batch_size: usize,
+    /// AdamW learning rate (constant: no schedule).
+    pub lr: f64,
+    /// AdamW decoupled weight decay, applied to all parameters.
+    pub weight_decay: f64,
+    /// libtorch intra-op threads. Fixed per run so results are reproducible.
+    pub threads: usize,
+    /// Steps per block when averaging the loss (the chapter's 250).
+    pub block: usize,
+    /// Window of the running mean used for "first step below the threshold".
+    pub window: usize,
+    /// The threshold itself (0.01).
+    pub threshold: f64,
+}
+
+/// Evaluation after training.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EvalConfig {
+    /// Seed of the test sets, separate from the training seed.
+    pub test_seed: u64,
+    /// Strings in the test set of training lengths.
+    pub test_size: usize,
+    /// Length range of that test set.
+    pub test_min_len: usize,
+    pub test_max_len: usize,
+    /// Strings in the long-string set.
+    pub long_size: usize,
+    /// Length range of the long-string set.
+    pub long_min_len: usize,
+    pub long_max_len: usize,
+    /// Named strings to decode greedily.
+    pub decode: Vec<String>,
+    /// The input whose attention weights are recorded.
+    pub attention_input: String,
+    /// For `dot-variance`: the widths to measure and the samples per width.
+    pub variance_dims: Vec<i64>,
+    pub variance_samples: i64,
+}
+
+impl RunConfig {
+    /// The chapter's reference run.
+    pub fn reference() -> Self {
+        RunConfig {
+            kind: RunKind::Train,
+            model: ModelConfig::chapter(),
+            data: DataConfig {
+                min_len: 3,
+                max_len: 8,
+                targets: Targets::Answer,
+                random_offset: false,
+            },
+            train: TrainConfig {
+                steps: 1500,
+                batch_size: 64,
+                lr: 0.003,
+                weight_decay: 0.01,
+                threads: 1,
+                block: 250,
+                window: 25,
+                threshold: 0.01,
+            },
+            eval: EvalConfig {
+                test_seed: 1_000_003,
+                test_size: 500,
+                test_min_len: 3,
+                test_max_len: 8,
+                long_size: 200,
+                long_min_len: 9,
+                long_max_len: 12,
+                decode: vec!["abcdefghij".into()],
+                attention_input: "fgcabe".into(),
+                variance_dims: vec![32, 256],
+                variance_samples: 100_000,
+            },
+        }
+    }
+
+    /// Checks what the engine would otherwise fail on mid-run. The message names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        let (m, d, t, e) = (&self.model, &self.data, &self.train, &self.eval);
+        let need = |ok: bool, msg: &str| if ok { Ok(()) } else { Err(msg.to_string()) };
+        need(
+            m.vocab == crate::task::VOCAB,
+            "model.vocab must be 12: ten letters, the separator and the pad",
+        )?;
+        need(
+            m.n_heads > 0 && m.d_model > 0 && m.d_model % m.n_heads == 0,
+            "model.d_model must be a positive multiple of model.n_heads",
+        )?;
+        need(
+            m.n_layers > 0 && m.d_mlp > 0,
+            "model.n_layers and model.d_mlp must be positive",
+        )?;
+        let lengths_ok = |lo: usize, hi: usize| lo >= 1 && lo <= hi;
+        need(
+            lengths_ok(d.min_len, d.max_len),
+            "data.min_len must be at least 1 and at most data.max_len",
+        )?;
+        need(
+            lengths_ok(e.test_min_len, e.test_max_len)
+                && lengths_ok(e.long_min_len, e.long_max_len),
+            "eval lengths must be at least 1, each minimum at most its maximum",
+        )?;
+        let longest = d.max_len.max(e.test_max_len).max(e.long_max_len);
+        need(
+            2 * longest < m.positions as usize,
+            "the longest string and its reversal must fit in model.positions",
+        )?;
+        need(
+            t.steps > 0 && t.batch_size > 0,
+            "train.steps and train.batch_size must be positive",
+        )?;
+        need(
+            t.block > 0 && t.window > 0,
+            "train.block and train.window must be positive",
+        )?;
+        need(t.threads > 0, "train.threads must be positive")?;
+        let letters = |s: &str| crate::task::parse_letters(s).is_some_and(|l| !l.is_empty());
+        need(
+            letters(&e.attention_input) && 2 * e.attention_input.len() < m.positions as usize,
+            "eval.attention_input must be letters a-j that fit, with their reversal, in model.positions",
+        )?;
+        need(
+            e.decode
+                .iter()
+                .all(|s| letters(s) && 2 * s.len() < m.positions as usize),
+            "eval.decode strings must be letters a-j that fit in model.positions",
+        )?;
+        need(
+            self.kind != RunKind::DotVariance
+                || (e.variance_samples > 1 && e.variance_dims.iter().all(|&x| x > 0)),
+            "eval.variance_samples must exceed 1 and eval.variance_dims be positive",
+        )?;
+        Ok(())
+    }
+
+    /// Columns a training batch runs at: the engine cuts each batch after its last real
+    /// token when the mask allows it (causal, softmax over keys), and strings at a random
+    /// offset may reach the last position.
+    pub fn trained_width(&self) -> usize {
+        let m = &self.model;
+        let all = m.positions as usize;
+        let trimmed = m.attn.causal && m.attn.softmax == SoftmaxAxis::Keys;
+        if trimmed && !self.data.random_offset {
+            (2 * self.data.max_len + 1).min(all)
+        } else {
+            all
+        }
+    }
+
+    /// Floating-point operations of one training step (forward and backward): six per
+    /// weight of every linear layer and token, and the two attention products, 4·t²·d per
+    /// sequence and layer forward, three times that with the backward pass. Probes: 0.
+    pub fn flop_per_step(&self) -> f64 {
+        if self.kind != RunKind::Train {
+            return 0.0;
+        }
+        let m = &self.model;
+        let t = self.trained_width() as f64;
+        let b = self.train.batch_size as f64;
+        let (d, mlp) = (m.d_model as f64, m.d_mlp as f64);
+        let weights =
+            m.n_layers as f64 * (3.0 * d * d + d * d + 2.0 * d * mlp) + d * m.vocab as f64;
+        let attention = 3.0 * 4.0 * b * t * t * d * m.n_layers as f64;
+        6.0 * weights * b * t + attention
+    }
+
+    /// Floating-point operations of the whole training run.
+    pub fn flop(&self) -> f64 {
+        self.flop_per_step() * self.train.steps as f64
+    }
+
+    /// The named experiment's config: the reference with the preset's change.
+    pub fn preset(name: &str) -> Option<Self> {
+        let p = PRESETS.iter().find(|p| p.name == name)?;
+        let mut c = Self::reference();
+        (p.apply)(&mut c);
+        Some(c)
+    }
+}
+
+/// A named experiment: one change from the reference (or a probe).
+pub struct Preset {
+    pub name: &'static str,
+    /// One line, as `run --list` shows it.
+    pub about: &'static str,
+    /// The change, applied to the reference config.
+    pub apply: fn(&mut RunConfig),
+}
+
+/// Every preset, in the order `run --list` shows them.
+pub const PRESETS: &[Preset] = &[
+    Preset {
+        name: "reference",
+        about: "the chapter's model: 2 blocks, width 64, 2 heads, 1,500 steps",
+        apply: |_| {},
+    },
+    Preset {
+        name: "noscale",
+        about: "fault: scores not divided by sqrt(d_k)",
+        apply: |c| c.model.attn.scale = false,
+    },
+    Preset {
+        name: "softmax-queries",
+        about: "fault: softmax over the query axis, mask kept",
+        apply: |c| c.model.attn.softmax = SoftmaxAxis::Queries,
+    },
+    Preset {
+        name: "nomask",
+        about: "fault: no causal mask, 300 steps",
+        apply: |c| {
+            c.model.attn.causal = false;
+            c.train.steps = 300;
+        },
+    },
+    Preset {
+        name: "allpos",
+        about: "fault: loss on every position, input letters included",
+        apply: |c| c.data.targets = Targets::AllPositions,
+    },
+    Preset {
+        name: "lengths-3-12",
+        about: "trained on lengths 3-12 for 3,000 steps, tested on 500 strings of 9-12",
+        apply: |c| {
+            c.data.max_len = 12;
+            c.train.steps = 3000;
+            c.eval.long_size = 500;
+        },
+    },
+    Preset {
+        name: "ex1-wide",
+        about: "exercise 1: width 256, scaled",
+        apply: |c| widen(c, 256),
+    },
+    Preset {
+        name: "ex1-wide-noscale",
+        about: "exercise 1: width 256, unscaled",
+        apply: |c| {
+            widen(c, 256);
+            c.model.attn.scale = false;
+        },
+    },
+    Preset {
+        name: "ex4-small",
+        about: "exercise 4: 1 block, 1 head, 1,500 steps",
+        apply: shrink,
+    },
+    Preset {
+        name: "ex4-small-long",
+        about: "exercise 4: 1 block, 1 head, 5,000 steps",
+        apply: |c| {
+            shrink(c);
+            c.train.steps = 5000;
+        },
+    },
+    Preset {
+        name: "ex5-offsets",
+        about: "exercise 5: training sequences start at a random offset, so every position row is trained",
+        apply: |c| c.data.random_offset = true,
+    },
+    Preset {
+        name: "worked-example",
+        about: "section 1.2's worked example through the attention function",
+        apply: |c| c.kind = RunKind::WorkedExample,
+    },
+    Preset {
+        name: "dot-variance",
+        about: "section 1.4: sample variance of q.k at widths 32 and 256",
+        apply: |c| c.kind = RunKind::DotVariance,
+    },
+];
+
+fn widen(c: &mut RunConfig, d: i64) {
+    c.model.d_model = d;
+    c.model.d_mlp = 4 * d;
+}
+
+fn shrink(c: &mut RunConfig) {
+    c.model.n_layers = 1;
+    c.model.n_heads = 1;
+}
+
+/// A run as an author writes it: a base (a preset or another run) plus overrides.
+///
+/// ```toml
+/// base = "reference"        # optional, defaults to "reference"
+/// seed = 0                  # or: seeds = [0, 1, 2, 3, 4]
+/// [train]
+/// steps = 300
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    pub base: Option<String>,
+    pub seed: Option<u64>,
+    pub seeds: Option<Vec<u64>>,
+    /// Overrides, merged field by field into the base config.
+    pub kind: Option<RunKind>,
+    pub model: Option<toml::Table>,
+    pub data: Option<toml::Table>,
+    pub train: Option<toml::Table>,
+    pub eval: Option<toml::Table>,
+}
+
+impl RunSpec {
+    /// Merges the overrides into `base`. Errors name the offending field.
+    pub fn apply(&self, base: &RunConfig) -> Result<RunConfig, String> {
+        let mut v = serde_json::to_value(base).map_err(|e| e.to_string())?;
+        if let Some(k) = self.kind {
+            v["kind"] = serde_json::to_value(k).unwrap();
+        }
+        for (name, table) in [
+            ("model", &self.model),
+            ("data", &self.data),
+            ("train", &self.train),
+            ("eval", &self.eval),
+        ] {
+            if let Some(t) = table {
+                let patch = serde_json::to_value(t).map_err(|e| e.to_string())?;
+                merge(&mut v[name], &patch);
+                // The schema is the config's type: its structs deny unknown fields.
+                let checked = match name {
+                    "model" => check::<ModelConfig>(&v[name]),
+                    "data" => check::<DataConfig>(&v[name]),
+                    "train" => check::<TrainConfig>(&v[name]),
+                    _ => check::<EvalConfig>(&v[name]),
+                };
+                checked.map_err(|e| format!("[{name}] {e}"))?;
+            }
+        }
+        serde_json::from_value(v).map_err(|e| e.to_string())
+    }
+
+    /// The seeds this spec asks for (default: seed 0).
+    pub fn seed_list(&self) -> Vec<u64> {
+        match (&self.seeds, self.seed) {
+            (Some(s), _) => s.clone(),
+            (None, Some(s)) => vec![s],
+            (None, None) => vec![0],
+        }
+    }
+}
+
+/// Recursively overwrites `dst` with `patch`. Keys `dst` lacks are added: whether the
+/// config has such a field is its type's to say (`check`), not its default's JSON.
+fn merge(dst: &mut serde_json::Value, patch: &serde_json::Value) {
+    match (dst, patch) {
+        (serde_json::Value::Object(d), serde_json::Value::Object(p)) => {
+            for (k, pv) in p {
+                merge(d.entry(k.clone()).or_insert(serde_json::Value::Null), pv);
+            }
+        }
+        (d, p) => *d = p.clone(),
+    }
+}
+
+/// Whether `v` is a valid `T`: serde's error names an unknown field and the known ones.
+fn check<T: serde::de::DeserializeOwned>(v: &serde_json::Value) -> Result<(), String> {
+    T::deserialize(v).map(|_| ()).map_err(|e| e.to_string())
+}
+
+/// Parses `"0..5"` (half-open), `"0..=4"` or `"1,3,7"` into seeds.
+pub fn parse_seeds(s: &str) -> Result<Vec<u64>, String> {
+    let num = |x: &str| {
+        x.trim()
+            .parse::<u64>()
+            .map_err(|_| format!("`{x}` is not a seed"))
+    };
+    if let Some((a, b)) = s.split_once("..=") {
+        Ok((num(a)?..=num(b)?).collect())
+    } else if let Some((a, b)) = s.split_once("..") {
+        Ok((num(a)?..num(b)?).collect())
+    } else {
+        s.split(',').map(num).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presets_are_distinct_and_each_changes_one_thing() {
+        let mut seen = std::collections::BTreeSet::new();
+        for p in PRESETS {
+            assert!(seen.insert(p.name), "{} listed twice", p.name);
+            let c = RunConfig::preset(p.name).unwrap();
+            assert_eq!(
+                c == RunConfig::reference(),
+                p.name == "reference",
+                "{}",
+                p.name
+            );
+            c.validate().unwrap_or_else(|e| panic!("{}: {e}", p.name));
+        }
+        assert!(RunConfig::preset("nope").is_none());
+    }
+
+    #[test]
+    fn spec_overrides_and_rejects_unknown_fields() {
+        let spec: RunSpec =
+            toml::from_str("base = \"reference\"\nseeds = [0, 1]\n[train]\nsteps = 30\n").unwrap();
+        let c = spec.apply(&RunConfig::reference()).unwrap();
+        assert_eq!(c.train.steps, 30);
+        assert_eq!(spec.seed_list(), vec![0, 1]);
+        let bad: RunSpec = toml::from_str("[train]\nstepz = 30\n").unwrap();
+        let err = bad.apply(&RunConfig::reference()).unwrap_err();
+        assert!(
+            err.contains("[train]")
+                && err.contains("unknown field `stepz`")
+                && err.contains("`steps`"),
+            "{err}"
+        );
+        let bad: RunSpec = toml::from_str("[model.attn]\nscal = false\n").unwrap();
+        let err = bad.apply(&RunConfig::reference()).unwrap_err();
+        assert!(
+            err.contains("[model]") && err.contains("unknown field `scal`"),
+            "{err}"
+        );
+        let wrong: RunSpec = toml::from_str("[train]\nsteps = \"many\"\n").unwrap();
+        assert!(wrong.apply(&RunConfig::reference()).is_err());
+    }
+
+    #[test]
+    fn seed_ranges() {
+        assert_eq!(parse_seeds("0..5").unwrap(), vec![0, 1, 2, 3, 4]);
+        assert_eq!(parse_seeds("2..=3").unwrap(), vec![2, 3]);
+        assert_eq!(parse_seeds("1,4").unwrap(), vec![1, 4]);
+        assert!(parse_seeds("x..2").is_err());
+    }
+}

@@ -1,0 +1,80 @@
+//! The engine's code fingerprint: a hash of the source that decides what a run computes,
+//! which is exactly the `revtx-engine` crate (its manifest, build script and `src/`, C++
+//! included; not its tests). Part of every cache key. Both build scripts call this, the
+//! compiler's to key the cache and the engine's to stamp its results, so they agree.
+
+use std::path::{Path, PathBuf};
+
+/// The paths under the engine crate that count, relative to it.
+pub const ENGINE_SOURCES: &[&str] = &["Cargo.toml", "build.rs", "src"];
+
+/// The fingerprint of the engine crate at `engine_dir` (16 hex digits), and every file it
+/// read, for `cargo:rerun-if-changed`.
+///
+/// # Panics
+/// If a file under the engine crate cannot be read: a build script cannot go on.
+#[must_use]
+pub fn engine(engine_dir: &Path) -> (String, Vec<PathBuf>) {
+    let mut files = Vec::new();
+    for rel in ENGINE_SOURCES {
+        collect(&engine_dir.join(rel), &mut files);
+    }
+    files.sort();
+    let mut h = blake3::Hasher::new();
+    for f in &files {
+        let rel = f.strip_prefix(engine_dir).expect("under the engine crate");
+        h.update(rel.to_string_lossy().as_bytes());
+        h.update(&[0]);
+        h.update(&std::fs::read(f).expect("engine source readable"));
+        h.update(&[0]);
+    }
+    (h.finalize().to_hex()[..16].to_string(), files)
+}
+
+fn collect(p: &Path, out: &mut Vec<PathBuf>) {
+    if p.is_dir() {
+        for e in std::fs::read_dir(p).expect("engine source dir readable") {
+            collect(&e.expect("dir entry").path(), out);
+        }
+    } else if p.is_file() {
+        out.push(p.to_path_buf());
+    }
+}
+
+/// The libtorch version the engine builds against (`build-version` in the libtorch that
+/// `LIBTORCH` names, e.g. `2.13.0`), or `unknown`.
+#[must_use]
+pub fn libtorch_version(libtorch: Option<&Path>) -> String {
+    libtorch
+        .and_then(|lt| std::fs::read_to_string(lt.join("build-version")).ok())
+        .map_or_else(|| "unknown".into(), |v| v.trim().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn covers_sources_and_not_tests() {
+        let dir = tempfile_dir();
+        std::fs::create_dir_all(dir.join("src/model")).unwrap();
+        std::fs::create_dir_all(dir.join("tests")).unwrap();
+        std::fs::write(dir.join("Cargo.toml"), "[package]").unwrap();
+        std::fs::write(dir.join("src/lib.rs"), "fn a() {}").unwrap();
+        std::fs::write(dir.join("src/model/k.cpp"), "int k;").unwrap();
+        std::fs::write(dir.join("tests/t.rs"), "#[test] fn t() {}").unwrap();
+        let (before, files) = engine(&dir);
+        assert_eq!(files.len(), 3, "{files:?}");
+        std::fs::write(dir.join("tests/t.rs"), "#[test] fn u() {}").unwrap();
+        assert_eq!(engine(&dir).0, before, "a test edit must not count");
+        std::fs::write(dir.join("src/model/k.cpp"), "int k2;").unwrap();
+        assert_ne!(engine(&dir).0, before, "a kernel edit must count");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("revtx-fp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        d
+    }
+}

@@ -1,0 +1,294 @@
+//! What a run produces. Plain serde types with no libtorch, so the book compiler can read
+//! results from the cache without loading libtorch.
+
+use crate::experiments::RunConfig;
+use serde::{Deserialize, Serialize};
+
+/// Bumped whenever the layout of a result changes; part of the run-cache key. 3: one of
+/// `train`, `worked` or `variance` (`RunOutput`), where 2 wrote all three, two as null.
+pub const RESULT_FORMAT: u32 = 3;
+
+/// The result of one run at one seed.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunResult {
+    pub format: u32,
+    pub config: RunConfig,
+    pub seed: u64,
+    /// Trainable parameters.
+    pub params: i64,
+    /// What the run computed, by its kind; written as one field named for the kind.
+    #[serde(flatten)]
+    pub output: RunOutput,
+    /// Machine-dependent facts: excluded from determinism comparisons.
+    pub env: RunEnv,
+}
+
+/// What a run computed: one per `RunKind`, so a result cannot hold two or none.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub enum RunOutput {
+    /// A training run: its losses, evaluations and probes of the trained model.
+    #[serde(rename = "train")]
+    Train(Box<TrainResult>),
+    /// Section 1.2's worked example (probe `worked-example`).
+    #[serde(rename = "worked")]
+    Worked(WorkedExample),
+    /// Section 1.4's variance check (probe `dot-variance`).
+    #[serde(rename = "variance")]
+    Variance(Vec<DotVariance>),
+}
+
+impl RunResult {
+    /// The training run's results; `None` for a probe.
+    pub fn train(&self) -> Option<&TrainResult> {
+        match &self.output {
+            RunOutput::Train(t) => Some(t),
+            _ => None,
+        }
+    }
+
+    /// The worked example's numbers; `None` for other runs.
+    pub fn worked(&self) -> Option<&WorkedExample> {
+        match &self.output {
+            RunOutput::Worked(w) => Some(w),
+            _ => None,
+        }
+    }
+
+    /// The variance check's rows; `None` for other runs.
+    pub fn variance(&self) -> Option<&[DotVariance]> {
+        match &self.output {
+            RunOutput::Variance(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TrainResult {
+    /// Loss at every step (index 0 is step 1).
+    pub losses: Vec<f64>,
+    /// Mean loss over each block of `train.block` steps.
+    pub block_means: Vec<f64>,
+    /// Running mean over `train.window` steps, one value per step from step `window` on.
+    pub running_mean: Vec<f64>,
+    /// First 1-indexed step at which the running mean falls below the threshold.
+    pub first_below: Option<usize>,
+    /// First 1-indexed step at which the raw loss falls below the threshold.
+    pub first_raw_below: Option<usize>,
+    /// Mean loss over the last block.
+    pub last_block_mean: f64,
+    pub first_loss: f64,
+    pub final_loss: f64,
+    /// Exact match on strings of the training lengths.
+    pub test: Eval,
+    /// Exact match on the long-string set.
+    pub long: Eval,
+    /// Greedy decodes of the named strings, keyed by input.
+    pub decodes: std::collections::BTreeMap<String, String>,
+    pub attention: AttentionMap,
+    pub positions: PositionTable,
+    pub data: DataStats,
+    /// Two training examples as the model sees them (the first two of the first batch).
+    pub examples: Vec<Example>,
+    /// How peaked attention is, before the first update and after the last.
+    pub saturation: Saturation,
+}
+
+/// Attention's sharpness on the test strings (teacher-forced), per layer, over every
+/// head, query row with at least two visible keys, and visible key.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Saturation {
+    pub initial: AttnStats,
+    #[serde(rename = "final")]
+    pub last: AttnStats,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AttnStats {
+    /// Standard deviation of the raw scores q.k, before any division, per layer.
+    pub score_sd: Vec<f64>,
+    /// Mean over rows of the largest weight, per layer.
+    pub max_weight: Vec<f64>,
+    /// Mean row entropy in nats, per layer, and what uniform rows would give.
+    pub entropy: Vec<f64>,
+    pub uniform_entropy: f64,
+}
+
+/// Exact-match accuracy of greedy decoding.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Eval {
+    pub correct: usize,
+    pub total: usize,
+    /// correct / total, as a fraction.
+    pub accuracy: f64,
+    /// One entry per string length present, in increasing length.
+    pub by_length: Vec<LengthEval>,
+    /// Test strings that never appeared in training, and how many of them were right.
+    pub unseen: usize,
+    pub unseen_correct: usize,
+    /// A few wrong answers, for the reader: `input → output`.
+    pub misses: Vec<String>,
+    /// Every input of the set and the model's greedy output for it, in order.
+    pub inputs: Vec<String>,
+    pub outputs: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct LengthEval {
+    pub len: usize,
+    pub correct: usize,
+    pub total: usize,
+    pub accuracy: f64,
+}
+
+/// Attention weights for one named input, teacher-forced with its true reversal.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct AttentionMap {
+    pub input: String,
+    /// Display tokens of the sequence, e.g. `["f", "g", ..., "|", ...]`.
+    pub tokens: Vec<String>,
+    /// `weights[layer][head][query][key]`.
+    pub weights: Vec<Vec<Vec<Vec<f64>>>>,
+    /// `strongest[layer][head]`: for each row from the separator to the second-last
+    /// output position, the key with the largest weight.
+    pub strongest: Vec<Vec<Vec<Strongest>>>,
+    /// Smallest and largest of those strongest weights in the last layer, over all heads.
+    pub last_layer_min: f64,
+    pub last_layer_max: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Strongest {
+    pub query: usize,
+    pub query_token: String,
+    pub key: usize,
+    pub key_token: String,
+    pub weight: f64,
+}
+
+/// The learned position table before and after training.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct PositionTable {
+    pub rows: usize,
+    pub norm_before: Vec<f64>,
+    pub norm_after: Vec<f64>,
+    /// Whether each row ever received a non-zero gradient.
+    pub trained: Vec<bool>,
+    /// Count of rows that got a gradient, and the first row that never did.
+    pub trained_rows: usize,
+    pub first_untrained: Option<usize>,
+    /// Mean percentage by which the untrained rows' norms shrank (weight decay alone).
+    pub untrained_shrink_pct: Option<f64>,
+}
+
+/// Sizes of the training set.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DataStats {
+    pub examples_seen: usize,
+    pub distinct_strings: usize,
+    /// One entry per training length.
+    pub coverage: Vec<Coverage>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Coverage {
+    pub len: usize,
+    /// All possible strings of this length (10^len).
+    pub possible: f64,
+    /// Distinct strings of this length seen in training.
+    pub seen: usize,
+    /// seen / possible.
+    pub share: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Example {
+    pub string: String,
+    pub input: String,
+    pub target: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct WorkedExample {
+    pub query: Vec<f64>,
+    pub keys: Vec<Vec<f64>>,
+    pub values: Vec<Vec<f64>>,
+    pub sqrt_d: f64,
+    pub scores: Vec<f64>,
+    pub weights: Vec<f64>,
+    pub output: Vec<f64>,
+    /// The same example with its scores multiplied by sqrt(d_k), as if the division were
+    /// left out at head width d_k.
+    pub sharpening: Vec<Sharpening>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Sharpening {
+    pub d_k: i64,
+    pub factor: f64,
+    pub weights: Vec<f64>,
+    pub max_weight: f64,
+    /// Entropy of the weights, in nats (ln 4 = 1.386 for four equal weights).
+    pub entropy: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct DotVariance {
+    pub dim: i64,
+    pub samples: i64,
+    /// Sample variance of q·k for unit-variance entries (theory: dim).
+    pub variance: f64,
+    /// Sample variance of q·k/√dim (theory: 1).
+    pub scaled_variance: f64,
+    pub sqrt_dim: f64,
+}
+
+/// Facts about where and how long a run ran. Not part of determinism checks, except the
+/// profile, which is also part of the cache key.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct RunEnv {
+    /// The numeric profile the run computed under (`portable-avx2-v2`, `native`).
+    pub profile: String,
+    pub threads: usize,
+    pub libtorch: String,
+    /// The CPU's model name, vendor and vector extensions.
+    pub cpu: String,
+    pub vendor: String,
+    pub isa: String,
+    pub code_fingerprint: String,
+    pub train_seconds: f64,
+    pub eval_seconds: f64,
+    pub steps_per_second: f64,
+    /// Where the training time went, summed over the steps.
+    #[serde(default)]
+    pub phases: StepPhases,
+    pub started_unix: u64,
+}
+
+/// Seconds a run's training loop spent in each phase of its steps.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub struct StepPhases {
+    /// Drawing the batch and making its tensors.
+    pub data: f64,
+    /// The forward pass and the loss.
+    pub forward: f64,
+    /// Backpropagation (and noting which position rows got a gradient).
+    pub backward: f64,
+    /// The AdamW step.
+    pub optimizer: f64,
+}
+
+/// Mean and sample standard deviation.
+pub fn mean_std(xs: &[f64]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    if xs.is_empty() {
+        return (f64::NAN, f64::NAN);
+    }
+    let m = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 {
+        xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
+    (m, var.sqrt())
+}

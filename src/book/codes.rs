@@ -1,0 +1,179 @@
+//! Every diagnostic's code: what kind of problem it is, e.g. `drift`. Bless, the deny
+//! switches and the printer select diagnostics by these variants, never by their message;
+//! `tests/codes.rs` holds each to a fixture or test that produces it.
+
+macro_rules! codes {
+    ($($(#[doc = $doc:literal])+ $variant:ident => $name:literal,)+) => {
+        /// What kind of problem a diagnostic reports. Its name is how it prints:
+        /// `error[drift]: …`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Code {
+            $($(#[doc = $doc])+ $variant,)+
+        }
+
+        impl Code {
+            /// Every code, in the order they are declared.
+            pub const ALL: &[Code] = &[$(Code::$variant,)+];
+
+            /// The name it prints under, kebab-case.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $name,)+
+                }
+            }
+
+            /// One line on what it means (the first line of its doc comment).
+            pub fn about(self) -> &'static str {
+                match self {
+                    $(Code::$variant => [$($doc),+][0].trim(),)+
+                }
+            }
+        }
+    };
+}
+
+codes! {
+    // ---- The book and its chapters
+    /// book.toml does not parse, or a directive's TOML body is invalid.
+    Toml => "toml",
+    /// book.toml lists no chapters.
+    NoChapters => "no-chapters",
+    /// A chapter listed in book.toml lies outside book/ (an absolute path, `..`, a symlink).
+    ChapterOutside => "chapter-outside",
+    /// book.toml lists the same chapter file twice.
+    DuplicateChapter => "duplicate-chapter",
+    /// A file cannot be read or written.
+    Io => "io",
+
+    // ---- Markup
+    /// A directive is malformed: a missing argument, a claim where none may be.
+    Directive => "directive",
+    /// A figure or table names a kind the tool does not have.
+    UnknownKind => "unknown-kind",
+    /// A figure, table or widget lists no runs.
+    NoRuns => "no-runs",
+    /// A figure kind that draws one run lists several.
+    Runs => "runs",
+    /// Two figures, tables, equations or sections share an id.
+    DuplicateId => "duplicate-id",
+    /// A reference's id is malformed.
+    BadReference => "bad-reference",
+    /// A reference names no figure, table, equation or section.
+    UnknownReference => "unknown-reference",
+    /// An `include` cannot be read, lies outside the project or lacks its anchor.
+    Include => "include",
+    /// A `{` of a claim, insert or assertion is never closed.
+    UnclosedBrace => "unclosed-brace",
+    /// `$` or `$$` math is never closed.
+    MathUnclosed => "math-unclosed",
+    /// KaTeX cannot render a formula.
+    Katex => "katex",
+    /// A number in the prose is neither computed, asserted nor marked as a literal.
+    UnboundNumber => "unbound-number",
+    /// A literal `{! …}` gives no reason.
+    LiteralNoReason => "literal-no-reason",
+    /// A literal `{! …}` follows no bracketed number.
+    LiteralUnbracketed => "literal-unbracketed",
+    /// A quote in brackets is empty.
+    EmptyQuote => "empty-quote",
+
+    // ---- Runs
+    /// A run's body is not a valid run (its overrides do not fit the config).
+    InvalidRun => "invalid-run",
+    /// A run gives both `seed` and `seeds`.
+    SeedAndSeeds => "seed-and-seeds",
+    /// A run lists no seeds.
+    NoSeeds => "no-seeds",
+    /// A run lists a seed twice.
+    RepeatedSeed => "repeated-seed",
+    /// A run's base is neither a preset nor an earlier run.
+    UnknownBase => "unknown-base",
+    /// A figure, table, widget, expression or `--rerun` names a run the book does not declare.
+    UnknownRun => "unknown-run",
+    /// Something that needs a training run names a probe.
+    ProbeRun => "probe-run",
+    /// A run failed in the engine.
+    RunFailed => "run-failed",
+    /// `--offline`, and a run the book needs is not in the cache.
+    Offline => "offline",
+    /// Two caches hold different results under one key.
+    CacheConflict => "cache-conflict",
+    /// The build was interrupted (Ctrl-C, SIGTERM).
+    Interrupted => "interrupted",
+
+    // ---- Claims
+    /// An expression does not parse or cannot be evaluated.
+    Expression => "expression",
+    /// `{=}` or `{?}` holds no expression.
+    EmptyExpression => "empty-expression",
+    /// A quoted figure does not match its run.
+    Drift => "drift",
+    /// A quoted figure cannot be compared with its value (a number against a string).
+    QuoteMismatch => "quote-mismatch",
+    /// A claim's tolerance is malformed.
+    BadTolerance => "bad-tolerance",
+    /// A claim or assertion depends on no run.
+    ConstantClaim => "constant-claim",
+    /// An asserted statement is false.
+    AssertionFalse => "assertion-false",
+    /// An assertion's value is not a boolean.
+    AssertionNotBoolean => "assertion-not-boolean",
+    /// Bless left assertions that now fail: their sentences need rewriting.
+    AssertionsToRewrite => "assertions-to-rewrite",
+    /// A bless that cannot be done (another profile).
+    Bless => "bless",
+
+    // ---- Figures, tables, templates
+    /// A figure cannot be drawn from its runs.
+    Figure => "figure",
+    /// A table cannot be built from its runs.
+    Table => "table",
+    /// A page template fails to render.
+    Template => "template",
+
+    // ---- This machine's numerics
+    /// This platform cannot compute the book's bits (no AVX2 and FMA).
+    NumericsUnsupported => "numerics-unsupported",
+    /// This machine's numerics fingerprint differs from the book's.
+    NumericsMismatch => "numerics-mismatch",
+    /// The numerics probe could not run.
+    NumericsProbe => "numerics-probe",
+    /// book/numerics.json does not parse.
+    NumericsFile => "numerics-file",
+    /// book/numerics.json holds no fingerprint.
+    NumericsUnrecorded => "numerics-unrecorded",
+    /// book/numerics.json was recorded by another engine.
+    NumericsEngine => "numerics-engine",
+    /// A result under a profile that cannot be compared with the book (native).
+    NotComparable => "not-comparable",
+}
+
+impl Code {
+    /// Warnings about the machine rather than the book: the numerics gate's, and results
+    /// that are not comparable here. The book's `deny_warnings` leaves them alone;
+    /// `--deny-warnings` does not.
+    pub fn is_environmental(self) -> bool {
+        matches!(
+            self,
+            Code::NumericsUnsupported
+                | Code::NumericsMismatch
+                | Code::NumericsProbe
+                | Code::NumericsFile
+                | Code::NumericsUnrecorded
+                | Code::NumericsEngine
+                | Code::NotComparable
+        )
+    }
+}
+
+impl std::fmt::Display for Code {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl serde::Serialize for Code {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}

@@ -1,0 +1,164 @@
+//! What the run caches already hold: every job looked up by its key, entries verified,
+//! jobs that share a key decided together, and conflicts between caches reported.
+
+use super::{jobs, Job, Produced, RunOptions, RunPlan};
+use crate::book::codes::Code;
+use crate::book::diag::Diagnostic;
+use revtx_spec::entry::{self};
+use revtx_spec::profile::Profile;
+use revtx_spec::result::RunResult;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// Loads the verified cache entry of a job.
+pub fn load_entry(dir: &Path, job: &Job, profile: Profile) -> Result<RunResult, String> {
+    entry::load(dir, &job.config, job.seed, profile)
+}
+
+/// The stamp of a key's files in every cache: inode, size and modification time of each
+/// of the entry's files (`None` where one is missing).
+type Stamp = Vec<Option<(u64, u64, i64, i64)>>;
+
+fn stamp(caches: &[PathBuf], key: &str) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    let mut out = Vec::new();
+    for cache in caches {
+        let dir = cache.join("runs").join(key);
+        for f in [
+            entry::RESULT_FILE,
+            entry::WEIGHTS_FILE,
+            entry::CHECKSUM_FILE,
+        ] {
+            out.push(
+                std::fs::metadata(dir.join(f))
+                    .ok()
+                    .map(|m| (m.ino(), m.len(), m.mtime(), m.mtime_nsec())),
+            );
+        }
+    }
+    out
+}
+
+/// Cache entries this process has read and verified, by key, with the stamp of their files
+/// then. `serve` rebuilds after every edit: an entry whose files are as they were is not
+/// read and hashed again (the chapter's are 28 MB). Entries are written by renaming a
+/// whole directory into place, so a rewritten entry has new inodes; any change of a file's
+/// inode, size or time reads and verifies it afresh.
+type Verified = std::collections::HashMap<(Vec<PathBuf>, String), (Stamp, PathBuf, RunResult)>;
+static VERIFIED: std::sync::LazyLock<Mutex<Verified>> = std::sync::LazyLock::new(Mutex::default);
+
+/// `entry::find`, remembered for the life of the process when `remember_verified` is set
+/// (see `VERIFIED`).
+fn find_remembered(
+    caches: &[PathBuf],
+    key: &str,
+    job: &Job,
+    opts: &RunOptions,
+) -> Result<(PathBuf, RunResult), entry::FindError> {
+    if !opts.remember_verified {
+        return entry::find(caches, key, &job.config, job.seed, opts.profile);
+    }
+    let id = (caches.to_vec(), key.to_string());
+    let now = stamp(caches, key);
+    if let Some((seen, dir, result)) = VERIFIED.lock().unwrap().get(&id) {
+        if *seen == now && result.config == job.config && result.seed == job.seed {
+            return Ok((dir.clone(), result.clone()));
+        }
+    }
+    let found = entry::find(caches, key, &job.config, job.seed, opts.profile)?;
+    // Stamped before reading: a file changed while it was read shows up next time.
+    VERIFIED
+        .lock()
+        .unwrap()
+        .insert(id, (now, found.0.clone(), found.1.clone()));
+    Ok(found)
+}
+
+/// What the caches already hold, and what must train (with the reason).
+pub struct Resolved {
+    pub done: Vec<(Job, Produced)>,
+    pub todo: Vec<(Job, String)>,
+    /// One line per cached job.
+    pub report: Vec<String>,
+    /// Two caches disagree about a key: loud errors, one per key.
+    pub conflicts: Vec<(Job, entry::Conflict)>,
+}
+
+impl RunOptions {
+    /// Every cache to read, the writable one first.
+    pub fn caches(&self) -> Vec<PathBuf> {
+        std::iter::once(self.cache_dir.clone())
+            .chain(self.extra_caches.iter().cloned())
+            .collect()
+    }
+}
+
+/// Looks every planned (run, seed) up in the caches. Jobs that share a cache key (one
+/// config and seed declared under two run ids) are decided together: cached for all, or
+/// trained once for all.
+pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
+    let caches = opts.caches();
+    let mut r = Resolved {
+        done: Vec::new(),
+        todo: Vec::new(),
+        report: Vec::new(),
+        conflicts: Vec::new(),
+    };
+    let all = jobs(plans, opts.profile);
+    let mut keys: Vec<&str> = Vec::new();
+    for job in &all {
+        if !keys.contains(&job.key.as_str()) {
+            keys.push(&job.key);
+        }
+    }
+    for key in keys {
+        let same: Vec<&Job> = all.iter().filter(|j| j.key == key).collect();
+        let first = same[0];
+        let forced = opts.rerun_all || same.iter().any(|j| opts.rerun.contains(&j.run));
+        let found = if forced {
+            Err(entry::FindError::Invalid("--rerun asked for it".into()))
+        } else {
+            find_remembered(&caches, key, first, opts)
+        };
+        match found {
+            Ok((dir, result)) => {
+                for job in same {
+                    r.report
+                        .push(format!("{} seed {}: cached", job.run, job.seed));
+                    let produced = Produced {
+                        result: result.clone(),
+                        dir: dir.clone(),
+                        cached: true,
+                    };
+                    r.done.push((job.clone(), produced));
+                }
+            }
+            Err(entry::FindError::Invalid(why)) => {
+                r.todo
+                    .extend(same.into_iter().map(|j| (j.clone(), why.clone())));
+            }
+            Err(entry::FindError::Conflict(c)) => r.conflicts.push((first.clone(), c)),
+        }
+    }
+    r
+}
+
+/// One diagnostic per conflicting key: the caches were filled under different numerics.
+pub fn conflict_diagnostics(resolved: &Resolved) -> Vec<Diagnostic> {
+    resolved
+        .conflicts
+        .iter()
+        .map(|(job, c)| {
+            Diagnostic::error(
+                Code::CacheConflict,
+                Some(job.span.clone()),
+                format!(
+                    "run `{}` seed {}: two run caches hold different results under one key",
+                    job.run, job.seed
+                ),
+            )
+            .note(c.to_string())
+            .hint("a run is a pure function of its key, so the numeric profiles (or platforms) of the caches differ; delete the entry that came from the machine whose `revtx-book numerics` does not match the book")
+        })
+        .collect()
+}

@@ -1,0 +1,107 @@
+//! Runs: resolve run directives into jobs, serve them from the cache, and execute the rest
+//! in parallel, one `revtx-engine` process per (run, seed) at one thread each.
+//!
+//! - `resolve`: run directives → plans → jobs with their cache keys;
+//! - `cache`: what the caches already hold (`resolve`), and their conflicts;
+//! - `pool`: trains the rest, a few engines at a time (`execute`);
+//! - `process`: one engine process, supervised (time budget, Ctrl-C, leftovers).
+//!
+//! Cache layout: `.revtx-cache/runs/<key>/`, in the format of `revtx_spec::entry`. The key
+//! hashes the canonical config, the seed, the engine's code fingerprint (the
+//! `crates/revtx-engine` sources), the libtorch version, the result format and the numeric
+//! profile, so editing the engine re-runs everything while editing prose re-runs nothing.
+//! An entry that does not verify is re-run, never trusted.
+
+mod cache;
+mod pool;
+mod process;
+mod resolve;
+
+pub use cache::{conflict_diagnostics, load_entry, resolve, Resolved};
+pub use pool::{execute, run_jobs};
+pub use process::{engine_path, stop_engines, INTERRUPTED};
+pub use resolve::{jobs, plan};
+
+use super::diag::Span;
+use revtx_spec::experiments::RunConfig;
+use revtx_spec::profile::Profile;
+use revtx_spec::result::RunResult;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// A run declared in the book.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    pub id: String,
+    pub config: RunConfig,
+    pub seeds: Vec<u64>,
+    pub span: Span,
+}
+
+/// One (run, seed) to produce.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub run: String,
+    pub seed: u64,
+    pub config: RunConfig,
+    pub key: String,
+    pub span: Span,
+}
+
+/// Options of the run stage.
+#[derive(Clone, Debug, Default)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "four independent switches of the command line and of serve, not a state"
+)]
+pub struct RunOptions {
+    /// The run cache: where runs are looked up first and new ones are written.
+    pub cache_dir: PathBuf,
+    /// More run caches to read (merged views: CI shards, a colleague's cache). Entries
+    /// must verify, and two entries with one key must hold the same bits.
+    pub extra_caches: Vec<PathBuf>,
+    /// Fail instead of training.
+    pub offline: bool,
+    /// Run these ids again even if cached (empty set + `rerun_all` = everything).
+    pub rerun: BTreeSet<String>,
+    pub rerun_all: bool,
+    /// Parallel engine processes.
+    pub jobs: usize,
+    /// Wall-clock budget of one run.
+    pub timeout: Duration,
+    /// The engine binary.
+    pub engine: PathBuf,
+    pub quiet: bool,
+    /// The numeric profile every run computes under.
+    pub profile: Profile,
+    /// Remember verified cache entries across builds in this process while their files
+    /// are unchanged (see `VERIFIED`): for `serve`, which rebuilds after every edit. A
+    /// single build reads each entry once anyway.
+    pub remember_verified: bool,
+}
+
+/// A finished (run, seed).
+#[derive(Clone, Debug)]
+pub struct Produced {
+    pub result: RunResult,
+    /// The cache entry holding `result.json` and `weights.safetensors`.
+    pub dir: PathBuf,
+    pub cached: bool,
+}
+
+/// All results of a build, by run id then seed order.
+#[derive(Default)]
+pub struct Results {
+    pub plans: Vec<RunPlan>,
+    pub by_run: BTreeMap<String, Vec<Produced>>,
+    /// One line per job: cached, or why it ran.
+    pub report: Vec<String>,
+}
+
+impl Results {
+    /// The ids of the runs the book declares, in order.
+    pub fn declared(&self) -> Vec<&str> {
+        self.plans.iter().map(|p| p.id.as_str()).collect()
+    }
+}

@@ -1,0 +1,109 @@
+//! Run directives → plans (each run's config, from its base and overrides) → jobs, one
+//! per (run, seed), with their cache keys.
+
+use super::{Job, RunPlan};
+use crate::book::codes::Code;
+use crate::book::diag::Diagnostic;
+use crate::book::parse::{Book, Directive};
+use revtx_spec::entry::{self};
+use revtx_spec::experiments::RunConfig;
+use revtx_spec::profile::Profile;
+
+/// Resolves the run directives of every chapter, in order. A run's `base` is a preset
+/// or an earlier run of the book.
+pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
+    let mut plans: Vec<RunPlan> = Vec::new();
+    for ch in &book.chapters {
+        for d in ch.directives() {
+            let Directive::Run { id, spec } = &d.node else {
+                continue;
+            };
+            let base_name = spec.base.clone().unwrap_or_else(|| {
+                if RunConfig::preset(id).is_some() {
+                    id.clone()
+                } else {
+                    "reference".into()
+                }
+            });
+            let base = plans
+                .iter()
+                .find(|p| p.id == base_name)
+                .map(|p| p.config.clone())
+                .or_else(|| RunConfig::preset(&base_name));
+            let Some(base) = base else {
+                let known: Vec<&str> = revtx_spec::experiments::PRESETS
+                    .iter()
+                    .map(|p| p.name)
+                    .collect();
+                diags.push(
+                    Diagnostic::error(
+                        Code::UnknownBase,
+                        Some(d.span.clone()),
+                        format!("unknown base run `{base_name}`"),
+                    )
+                    .hint(format!(
+                        "a base is an earlier run of the book or one of: {}",
+                        known.join(", ")
+                    )),
+                );
+                continue;
+            };
+            if spec.seeds.as_ref().is_some_and(Vec::is_empty) {
+                diags.push(
+                    Diagnostic::error(
+                        Code::NoSeeds,
+                        Some(d.span.clone()),
+                        format!("run `{id}` has no seeds"),
+                    )
+                    .hint("list at least one, e.g. `seeds = [0, 1, 2]`, or write `seed = 0`"),
+                );
+                continue;
+            }
+            match spec.apply(&base) {
+                Ok(config) => {
+                    if spec.seed.is_some() && spec.seeds.is_some() {
+                        diags.push(
+                            Diagnostic::error(
+                                Code::SeedAndSeeds,
+                                Some(d.span.clone()),
+                                format!("run `{id}` gives both `seed` and `seeds`"),
+                            )
+                            .hint("keep one"),
+                        );
+                    }
+                    plans.push(RunPlan {
+                        id: id.clone(),
+                        config,
+                        seeds: spec.seed_list(),
+                        span: d.span.clone(),
+                    });
+                }
+                Err(e) => diags.push(
+                    Diagnostic::error(
+                        Code::InvalidRun,
+                        Some(d.span.clone()),
+                        format!("invalid run `{id}`"),
+                    )
+                    .label(e),
+                ),
+            }
+        }
+    }
+    plans
+}
+
+/// The jobs of every planned (run, seed), with their cache keys.
+pub fn jobs(plans: &[RunPlan], profile: Profile) -> Vec<Job> {
+    plans
+        .iter()
+        .flat_map(|p| {
+            p.seeds.iter().map(|&seed| Job {
+                run: p.id.clone(),
+                seed,
+                config: p.config.clone(),
+                key: entry::key(&p.config, seed, profile, crate::ENGINE),
+                span: p.span.clone(),
+            })
+        })
+        .collect()
+}
