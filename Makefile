@@ -14,7 +14,7 @@ setup:
 	@scripts/setup-libtorch.sh
 
 build: setup
-	$(CARGO) build --release --locked
+	$(CARGO) build --release --locked --workspace
 
 # Build the site into site/ (trains what the run cache lacks; a machine whose numerics
 # differ from the book's stops within seconds, before training).
@@ -25,14 +25,16 @@ site: build
 check: build
 	$(BIN) check --deny-warnings
 
-# Unit and integration tests; this machine's numerics against the book's fingerprint; a
-# check of the real chapter with warnings denied (trains what the run cache lacks); the
-# site built from those runs, tested in headless Chromium; the workflows, linted.
+# Unit and integration tests of every crate; this machine's numerics against the book's
+# fingerprint; a check of the real chapter with warnings denied (trains what the run cache
+# lacks); the site built from those runs: the widget's JavaScript model against the
+# engine's decodes under Node, then the site in headless Chromium; the workflows, linted.
 test: build
-	$(CARGO) test --release --locked
+	$(CARGO) test --release --locked --workspace
 	$(BIN) numerics
 	$(BIN) check --deny-warnings
 	$(BIN) build --offline --quiet --deny-warnings
+	node --test tests/node/
 	tests/browser/setup.sh
 	node tests/browser/e2e.mjs site --figures $(FIGURES) --models $(MODELS)
 	node tests/browser/lint-workflows.mjs .github/workflows/*.yml

@@ -150,7 +150,7 @@ caption = "Sharpening."
 
     // No widget, no models and no widget script.
     assert!(!site.join("models").exists());
-    assert!(!html.contains("widget.js") && !html.contains("widget.css"));
+    assert!(!html.contains("widget/main.js") && !html.contains("widget.css"));
 }
 
 #[test]
@@ -319,7 +319,7 @@ fn widget_exports_models_that_round_trip() {
         "<section class=\"reverse-widget\" id=\"reverse\" data-models=\"models/manifest.json\""
     ));
     assert!(html.contains("<link rel=\"stylesheet\" href=\"static/widget.css\">"));
-    assert!(html.contains("<script src=\"static/widget.js\" defer></script>"));
+    assert!(html.contains("<script type=\"module\" src=\"static/widget/main.js\"></script>"));
     assert!(html.contains("<span>Tiny &lt;reference&gt;</span>"));
     assert!(html.contains("value=\"tiny_noscale\" data-rw-model>"));
     assert!(html.contains("Up to 8 letters is what the models trained on"));
@@ -331,11 +331,11 @@ fn widget_exports_models_that_round_trip() {
     for page in ["index.html", "runs.html"] {
         let other = std::fs::read_to_string(site.join(page)).unwrap();
         assert!(
-            !other.contains("widget.js") && !other.contains("widget.css"),
+            !other.contains("widget/main.js") && !other.contains("widget.css"),
             "{page}"
         );
     }
-    assert!(site.join("static/widget.js").exists() && site.join("static/widget.css").exists());
+    assert!(site.join("static/widget/main.js").exists() && site.join("static/widget.css").exists());
 
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(models.join("manifest.json")).unwrap()).unwrap();

@@ -4,7 +4,7 @@
 //! `models/<id>.bin` holds the float32 weights of every tensor, in name order, byte-plane
 //! shuffled (every float's first byte, then every second byte, ...) and gzip-compressed:
 //! the exponent bytes then compress well, and the file stays lossless. The page undoes
-//! both with `DecompressionStream` (see static/widget.js).
+//! both with `DecompressionStream` (see static/widget/weights.js).
 
 use revtx_spec::entry::WEIGHTS_FILE;
 use revtx_spec::result::RunResult;
@@ -231,7 +231,7 @@ fn pack(floats: &[f32]) -> Result<Vec<u8>, String> {
     gz.finish().map_err(|e| e.to_string())
 }
 
-/// The inverse of `pack` (what `static/widget.js` does in the page): gunzip, then undo
+/// The inverse of `pack` (what `static/widget/weights.js` does in the page): gunzip, then undo
 /// the byte-plane shuffle. Used by the tests to prove the format lossless.
 pub fn unpack(bytes: &[u8]) -> Result<Vec<f32>, String> {
     let mut planes = Vec::new();

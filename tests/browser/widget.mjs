@@ -1,4 +1,4 @@
-// Browser checks of the reversal widget (static/widget.js, templates/widget.html),
+// Browser checks of the reversal widget (static/widget/, templates/widget.html),
 // called from e2e.mjs:
 //
 //   import { testWidget } from "./widget.mjs";
