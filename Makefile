@@ -36,7 +36,7 @@ test: build
 	$(BIN) build --offline --quiet --deny-warnings
 	node --test tests/node/
 	tests/browser/setup.sh
-	node tests/browser/e2e.mjs site --figures $(FIGURES) --models $(MODELS)
+	SITE=site FIGURES=$(FIGURES) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
 	node tests/browser/lint-workflows.mjs .github/workflows/*.yml
 
 bench: build
@@ -53,7 +53,7 @@ crosscheck: site
 # site/ served under a sub-path; screenshots go to tests/artifacts/.
 browser:
 	tests/browser/setup.sh
-	node tests/browser/e2e.mjs site --figures $(FIGURES) --models $(MODELS)
+	SITE=site FIGURES=$(FIGURES) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
 
 lint-workflows:
 	tests/browser/setup.sh

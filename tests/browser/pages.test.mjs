@@ -1,0 +1,91 @@
+// Every page: it loads under the sub-path, and its links and anchors resolve.
+// Part of the browser test of the built site (tests/browser/harness.mjs says how it runs).
+
+import { test, after } from "node:test";
+import fs from "node:fs";
+import path from "node:path";
+import { CHECKS, CHECK_TIMEOUT_MS, DESKTOP, PHONE, PREFIX, checked, fail, note, oneLine, opts, skipReason, start } from "./harness.mjs";
+
+const h = skipReason ? null : await start();
+if (!h) {
+  test("browser checks", { skip: skipReason }, () => {});
+} else {
+  const { BASE, CHAPTER, ORIGIN, chapterPage, pages, pageInfo, isNetwork, isOurs, newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, axeCheck, runAxe, claimsFor } = h;
+  after(() => h.close());
+
+  const ctx = await newContext();
+
+  test(CHECKS[0], { timeout: CHECK_TIMEOUT_MS }, checked(async () => {
+    const problems = [];
+    for (const p of pages) {
+      const page = await ctx.newPage();
+      try {
+        await gotoReady(page, BASE + p);
+        const info = await page.evaluate(() => ({
+          title: document.title,
+          h1: (document.querySelector("h1") || {}).textContent || "",
+          ids: Array.from(document.querySelectorAll("[id]"), (e) => e.id),
+          links: Array.from(document.querySelectorAll("a[href], link[href], script[src], img[src], source[src], use[href]"), (e) => {
+            const raw = e.getAttribute("href") ?? e.getAttribute("src");
+            let abs = "";
+            try {
+              abs = new URL(raw, document.baseURI).href;
+            } catch {}
+            return { tag: e.tagName.toLowerCase(), raw, abs };
+          }),
+          styled: getComputedStyle(document.body).marginTop === "0px",
+        }));
+        pageInfo.set(p, info);
+        if (!info.title.trim()) problems.push(`${p}: empty <title>`);
+        if (!info.h1.trim()) problems.push(`${p}: no <h1>`);
+        if (!info.styled) problems.push(`${p}: static/style.css not applied`);
+      } catch (e) {
+        problems.push(`${p}: ${oneLine(e.message)}`);
+      } finally {
+        await page.close();
+      }
+    }
+    if (problems.length) fail(problems[0], problems);
+    return `${pages.length} pages at ${BASE}`;
+  }));
+
+  test(CHECKS[13], { timeout: CHECK_TIMEOUT_MS }, checked(async () => {
+    const problems = [];
+    const seen = new Map(); // url without hash -> status
+    let n = 0;
+    for (const [p, info] of pageInfo) {
+      for (const l of info.links) {
+        const u = l.abs;
+        if (!u || !isNetwork(u)) continue; // data:, mailto:, javascript:
+        if (!u.startsWith(ORIGIN)) continue; // links to the web are not requests
+        n++;
+        const url = new URL(u);
+        if (!url.pathname.startsWith(PREFIX)) {
+          problems.push(`${p}: ${l.tag} "${l.raw}" escapes the sub-path (${url.pathname})`);
+          continue;
+        }
+        const bare = url.origin + url.pathname;
+        if (!seen.has(bare)) {
+          const r = await fetch(bare, { headers: { "x-e2e-probe": "1" }, redirect: "follow" });
+          seen.set(bare, r.status);
+        }
+        if (seen.get(bare) !== 200) {
+          problems.push(`${p}: ${l.tag} "${l.raw}" -> ${seen.get(bare)}`);
+          continue;
+        }
+        if (url.hash && l.tag === "a") {
+          const id = decodeURIComponent(url.hash.slice(1));
+          const target = decodeURIComponent(url.pathname.slice(PREFIX.length)) || "index.html";
+          const tinfo = pageInfo.get(target.endsWith("/") ? target + "index.html" : target);
+          if (tinfo && !tinfo.ids.includes(id)) problems.push(`${p}: "${l.raw}" -> no #${id} in ${target}`);
+        }
+      }
+    }
+    if (problems.length) fail(`${problems.length} broken: ${problems[0]}`, problems.slice(0, 20));
+    const anchors = [...pageInfo.values()].flatMap((i) => i.links).filter((l) => l.tag === "a" && l.abs && l.abs.startsWith(ORIGIN) && l.abs.includes("#")).length;
+    if (n < pageInfo.size || !anchors) fail(`only ${n} links and assets on ${pageInfo.size} pages, ${anchors} to anchors: nothing much was checked`);
+    return `${n} links and assets on ${pageInfo.size} pages, ${seen.size} distinct targets`;
+  }));
+
+  test(CHECKS[15], checked(() => h.audit()));
+}
