@@ -200,30 +200,36 @@ fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Every file under `dir` with its bytes, by path relative to `dir`, in name order; nothing
+/// when `dir` does not exist. What a site holds, for comparing two builds.
+///
+/// # Panics
+/// If a file under `dir` cannot be read: this is for tests of what a build wrote.
+pub fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    if !dir.exists() {
+        return Vec::new();
+    }
+    walkdir::WalkDir::new(dir)
+        .min_depth(1)
+        .sort_by_file_name()
+        .into_iter()
+        .map(Result::unwrap)
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            let rel = e
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            (rel, std::fs::read(e.path()).unwrap())
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
-        let mut v: Vec<_> = walkdir::WalkDir::new(dir)
-            .min_depth(1)
-            .sort_by_file_name()
-            .into_iter()
-            .map(Result::unwrap)
-            .filter(|e| e.file_type().is_file())
-            .map(|e| {
-                let rel = e
-                    .path()
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                (rel, std::fs::read(e.path()).unwrap())
-            })
-            .collect();
-        v.sort();
-        v
-    }
 
     /// The writer leaves `out` holding exactly the files, rewrites only what changed, and
     /// keeps an unchanged file's inode (and so its mtime).
@@ -266,7 +272,7 @@ mod tests {
             (index, font)
         );
         assert_eq!(
-            tree(&out),
+            files_under(&out),
             vec![
                 ("index.html".to_string(), b"<p>one</p>".to_vec()),
                 ("new/page.html".to_string(), b"<p>two</p>".to_vec()),

@@ -1,18 +1,10 @@
 // The chapter at 1280 px: math, figures, contents, theme, search, tooltips, axe.
 // Part of the browser test of the built site (tests/browser/harness.mjs says how it runs).
 
-import { test, after } from "node:test";
-import fs from "node:fs";
-import path from "node:path";
-import { CHECKS, CHECK_TIMEOUT_MS, DESKTOP, PHONE, PREFIX, checked, fail, note, oneLine, opts, skipReason, start } from "./harness.mjs";
+import { test } from "node:test";
+import { browserSuite, CHECK_TIMEOUT_MS, checked, CHECKS, DESKTOP, fail, oneLine, opts } from "./harness.mjs";
 
-const h = skipReason ? null : await start();
-if (!h) {
-  test("browser checks", { skip: skipReason }, () => {});
-} else {
-  const { BASE, CHAPTER, ORIGIN, chapterPage, pages, pageInfo, isNetwork, isOurs, newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, axeCheck, runAxe, claimsFor } = h;
-  after(() => h.close());
-
+await browserSuite(async ({ BASE, CHAPTER, chapterPage, pages, newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, axeCheck, claimsFor }) => {
   const ctx = await newContext();
   const page = await open(ctx, CHAPTER);
 
@@ -254,6 +246,4 @@ if (!h) {
       await c.close();
     }
   }));
-
-  test(CHECKS[15], checked(() => h.audit()));
-}
+});

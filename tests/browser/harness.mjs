@@ -22,6 +22,7 @@
 // under CI (CI set to anything but "", "0" or "false") a test that cannot run fails, with
 // the reason. tests/browser/setup.sh installs both.
 
+import { after, test } from "node:test";
 import fs from "node:fs";
 import http from "node:http";
 import path from "node:path";
@@ -458,4 +459,18 @@ export async function start() {
     newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, runAxe, axeCheck, claimsFor,
     audit, close,
   };
+}
+
+/** One test file's checks: `body` gets what `start` returns and declares its tests; the
+ * file then ends with the audit of its requests and console. Where the checks cannot run
+ * (see `skipReason`), one skipped test says why. */
+export async function browserSuite(body) {
+  if (skipReason) {
+    test("browser checks", { skip: skipReason }, () => {});
+    return;
+  }
+  const h = await start();
+  after(() => h.close());
+  await body(h);
+  test(CHECKS[15], checked(() => h.audit()));
 }

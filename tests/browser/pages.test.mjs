@@ -1,18 +1,10 @@
 // Every page: it loads under the sub-path, and its links and anchors resolve.
 // Part of the browser test of the built site (tests/browser/harness.mjs says how it runs).
 
-import { test, after } from "node:test";
-import fs from "node:fs";
-import path from "node:path";
-import { CHECKS, CHECK_TIMEOUT_MS, DESKTOP, PHONE, PREFIX, checked, fail, note, oneLine, opts, skipReason, start } from "./harness.mjs";
+import { test } from "node:test";
+import { browserSuite, CHECK_TIMEOUT_MS, checked, CHECKS, fail, oneLine, PREFIX } from "./harness.mjs";
 
-const h = skipReason ? null : await start();
-if (!h) {
-  test("browser checks", { skip: skipReason }, () => {});
-} else {
-  const { BASE, CHAPTER, ORIGIN, chapterPage, pages, pageInfo, isNetwork, isOurs, newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, axeCheck, runAxe, claimsFor } = h;
-  after(() => h.close());
-
+await browserSuite(async ({ BASE, ORIGIN, pages, pageInfo, isNetwork, newContext, gotoReady }) => {
   const ctx = await newContext();
 
   test(CHECKS[0], { timeout: CHECK_TIMEOUT_MS }, checked(async () => {
@@ -86,6 +78,4 @@ if (!h) {
     if (n < pageInfo.size || !anchors) fail(`only ${n} links and assets on ${pageInfo.size} pages, ${anchors} to anchors: nothing much was checked`);
     return `${n} links and assets on ${pageInfo.size} pages, ${seen.size} distinct targets`;
   }));
-
-  test(CHECKS[15], checked(() => h.audit()));
-}
+});

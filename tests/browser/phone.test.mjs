@@ -2,18 +2,12 @@
 // boxes that fit or scroll, anchors below the sticky header; the runs table at both widths.
 // Part of the browser test of the built site (tests/browser/harness.mjs says how it runs).
 
-import { test, after } from "node:test";
+import { test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
-import { CHECKS, CHECK_TIMEOUT_MS, DESKTOP, PHONE, PREFIX, checked, fail, note, oneLine, opts, skipReason, start } from "./harness.mjs";
+import { browserSuite, CHECK_TIMEOUT_MS, checked, CHECKS, fail, opts, PHONE } from "./harness.mjs";
 
-const h = skipReason ? null : await start();
-if (!h) {
-  test("browser checks", { skip: skipReason }, () => {});
-} else {
-  const { BASE, CHAPTER, ORIGIN, chapterPage, pages, pageInfo, isNetwork, isOurs, newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, axeCheck, runAxe, claimsFor } = h;
-  after(() => h.close());
-
+await browserSuite(async ({ BASE, CHAPTER, newContext, open, settled, scrollSettled, headingPlacement, nearTop }) => {
   const ctx = await newContext();
   const page = await open(ctx, CHAPTER);
   const phone = await newContext({ viewport: PHONE, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
@@ -194,6 +188,4 @@ if (!h) {
     }
     return out.join("; ");
   }));
-
-  test(CHECKS[15], checked(() => h.audit()));
-}
+});

@@ -1,19 +1,13 @@
 // The reader's widget, through tests/browser/widget.mjs.
 // Part of the browser test of the built site (tests/browser/harness.mjs says how it runs).
 
-import { test, after } from "node:test";
+import { test } from "node:test";
 import fs from "node:fs";
 import path from "node:path";
-import { CHECKS, CHECK_TIMEOUT_MS, DESKTOP, PHONE, PREFIX, checked, fail, note, oneLine, opts, skipReason, start } from "./harness.mjs";
+import { browserSuite, CHECK_TIMEOUT_MS, checked, CHECKS, fail, note, opts } from "./harness.mjs";
 import { testWidget } from "./widget.mjs";
 
-const h = skipReason ? null : await start();
-if (!h) {
-  test("browser checks", { skip: skipReason }, () => {});
-} else {
-  const { BASE, CHAPTER, ORIGIN, chapterPage, pages, pageInfo, isNetwork, isOurs, newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, axeCheck, runAxe, claimsFor } = h;
-  after(() => h.close());
-
+await browserSuite(async ({ BASE, CHAPTER, chapterPage, newContext, axeSource }) => {
   const ctx = await newContext();
   const hasWidget = fs.readFileSync(path.join(opts.site, chapterPage), "utf8").includes('class="reverse-widget"');
   if (hasWidget) {
@@ -23,7 +17,7 @@ if (!h) {
       const wpage = await ctx.newPage();
       const check = (name, fn) => t.test(name, { timeout: CHECK_TIMEOUT_MS }, checked(fn));
       try {
-        await testWidget(wpage, { baseUrl: BASE, chapterUrl: CHAPTER, log: note, check, axeSource: h.axeSource, models: opts.models });
+        await testWidget(wpage, { baseUrl: BASE, chapterUrl: CHAPTER, log: note, check, axeSource: axeSource, models: opts.models });
       } finally {
         await wpage.close();
       }
@@ -34,6 +28,4 @@ if (!h) {
       return `${chapterPage} has no widget, and MODELS asks for none`;
     }));
   }
-
-  test(CHECKS[15], checked(() => h.audit()));
-}
+});

@@ -96,28 +96,9 @@ impl Project {
     }
 }
 
-/// Every file under `dir` with its bytes, by `/`-separated relative path, in name order;
-/// nothing when `dir` does not exist.
-pub fn files_under(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    if !dir.exists() {
-        return Vec::new();
-    }
-    walkdir::WalkDir::new(dir)
-        .sort_by_file_name()
-        .into_iter()
-        .map(Result::unwrap)
-        .filter(|e| e.file_type().is_file())
-        .map(|e| {
-            let rel = e
-                .path()
-                .strip_prefix(dir)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            (rel, std::fs::read(e.path()).unwrap())
-        })
-        .collect()
-}
+// Every file of a directory with its bytes (not every test binary uses it).
+#[allow(unused_imports)]
+pub use revtx_book::book::sitefiles::files_under;
 
 pub fn copy_dir(from: &Path, to: &Path) {
     for e in walkdir::WalkDir::new(from) {
