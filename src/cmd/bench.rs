@@ -252,22 +252,14 @@ fn report(args: &BenchArgs, s: &Samples) {
         row("PyTorch peer, unpinned", peer);
         row("PyTorch peer, pinned", pinned);
         let ratio = |a: &[f64], b: &[f64]| median(a.iter().zip(b).map(|(x, y)| x / y).collect());
-        println!(
-            "  portable engine / unpinned peer  {:.2}x",
-            ratio(&s.portable, &s.peer)
-        );
-        println!(
-            "  the same, AVX2 kernels           {:.2}x",
-            ratio(&s.portable_avx2, &s.peer)
-        );
-        println!(
-            "  unpinned engine / unpinned peer  {:.2}x",
-            ratio(&s.native, &s.peer)
-        );
-        println!(
-            "  portable engine / pinned peer    {:.2}x",
-            ratio(&s.portable, &s.peer_pinned)
-        );
+        for (what, ours, theirs) in [
+            ("portable engine / unpinned peer", &s.portable, &s.peer),
+            ("the same, AVX2 kernels", &s.portable_avx2, &s.peer),
+            ("unpinned engine / unpinned peer", &s.native, &s.peer),
+            ("portable engine / pinned peer", &s.portable, &s.peer_pinned),
+        ] {
+            println!("  {what:<32} {:.2}x", ratio(ours, theirs));
+        }
     }
     println!(
         "  the portable profile costs {:.0}% against the unpinned engine",
