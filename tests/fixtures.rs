@@ -263,3 +263,50 @@ fn book_toml_can_deny_warnings() {
     assert_eq!(out.errors(), 1, "{:?}", located(&out));
     assert_eq!(out.diags[0].code, Code::UnboundNumber);
 }
+
+/// Two chapters share one namespace: a run and a section id declared in both are errors
+/// at the second chapter's declarations, each naming the first, and chapter a's quoted
+/// figure is checked against its own run, never against b's.
+#[test]
+fn ids_collide_across_chapters() {
+    let a = format!(
+        "# A\n\n## Intro {{#sec-intro}}\n\n{TINY_RUN}\n\nIt took [30]{{=tiny.config.train.steps}} steps.\n"
+    );
+    let b = "# B\n\n## Intro {#sec-intro}\n\n```run tiny\nbase = \"reference\"\n[train]\nsteps = 50\nblock = 10\n[eval]\ntest_size = 24\nlong_size = 8\n```\n";
+    let p = Project::new(&a);
+    std::fs::write(p.root().join("book/b.md"), b).unwrap();
+    std::fs::write(
+        p.root().join("book/book.toml"),
+        "title = \"Two\"\nauthor = \"Tests\"\nchapters = [\"chapter.md\", \"b.md\"]\n",
+    )
+    .unwrap();
+    let out = p.build();
+    let dups: Vec<_> = out
+        .diags
+        .iter()
+        .filter(|d| d.code == Code::DuplicateId)
+        .collect();
+    assert_eq!(dups.len(), 2, "{:?}", located(&out));
+    for (d, id, line) in [(dups[0], "sec-intro", 3), (dups[1], "tiny", 5)] {
+        let (l, _) = out.sources.line_col(
+            d.span.as_ref().unwrap().file,
+            d.span.as_ref().unwrap().range.start,
+        );
+        assert_eq!(
+            (out.sources.display_path(d.span.as_ref().unwrap().file), l),
+            ("book/b.md".to_string(), line),
+            "{d:?}"
+        );
+        assert!(d.message.contains(&format!("`{id}`")), "{d:?}");
+        assert!(
+            d.notes[0].contains("book/chapter.md:"),
+            "the first place: {:?}",
+            d.notes
+        );
+    }
+    assert!(
+        !out.diags.iter().any(|d| d.code == Code::Drift),
+        "a's figure was checked against b's run: {:?}",
+        located(&out)
+    );
+}

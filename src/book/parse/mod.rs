@@ -226,6 +226,7 @@ fn load_chapters(
             }
         }
     }
+    duplicate_ids(&chapters, sources, diags);
     chapters
 }
 
@@ -316,7 +317,6 @@ pub fn parse_chapter(
         inlines,
         unbound: parsed.unbound,
     };
-    duplicate_ids(&chapter, src, diags);
     chapter
 }
 
@@ -342,9 +342,9 @@ fn title(nodes: &[Node]) -> Option<String> {
     Some(t.trim().to_string())
 }
 
-/// Ids must be unique across directives, labels and headings.
-fn duplicate_ids(ch: &Chapter, src: &str, diags: &mut Vec<Diagnostic>) {
-    let mut seen: Vec<(&str, &Span)> = Vec::new();
+/// The ids a chapter defines, in source order: its directives' (runs, figures, tables,
+/// widgets), its equation and table labels, and its headings'.
+fn ids<'c>(ch: &'c Chapter, src: &str) -> Vec<(&'c str, Span)> {
     // A heading's id is found in the source as its `{#id`, in order.
     let mut from = 0;
     let headings: Vec<(&str, Span)> = ch
@@ -366,31 +366,43 @@ fn duplicate_ids(ch: &Chapter, src: &str, diags: &mut Vec<Diagnostic>) {
             (id, span)
         })
         .collect();
-    let ids = ch
-        .directives()
-        .filter_map(|d| d.node.id().map(|id| (id, &d.span)))
+    ch.directives()
+        .filter_map(|d| d.node.id().map(|id| (id, d.span.clone())))
         .chain(ch.inlines.iter().filter_map(|s| match &s.node {
-            Inline::Label { id } => Some((id.as_str(), &s.span)),
+            Inline::Label { id } => Some((id.as_str(), s.span.clone())),
             _ => None,
         }))
-        .chain(headings.iter().map(|(id, s)| (*id, s)));
-    for (id, sp) in ids {
-        if let Some((_, first)) = seen.iter().find(|(s, _)| *s == id) {
-            let line = src[..first.range.start.min(src.len())]
-                .matches('\n')
-                .count()
-                + 1;
-            diags.push(
-                Diagnostic::error(
-                    Code::DuplicateId,
-                    Some(sp.clone()),
-                    format!("duplicate id `{id}`"),
-                )
-                .label("defined again here")
-                .note(format!("first defined on line {line}")),
-            );
-        } else {
-            seen.push((id, sp));
+        .chain(headings)
+        .collect()
+}
+
+/// Ids are one namespace for the whole book: runs, figures, tables, widgets, equations
+/// and sections. A second definition, in the same chapter or another, is an error there
+/// that names the first.
+fn duplicate_ids(chapters: &[Chapter], sources: &Sources, diags: &mut Vec<Diagnostic>) {
+    let mut seen: Vec<(&str, Span)> = Vec::new();
+    for ch in chapters {
+        let mut here = ids(ch, sources.text(ch.file));
+        // Directives, labels and headings each come in source order; the book's order is
+        // the chapters', then the source's.
+        here.sort_by_key(|(_, sp)| sp.range.start);
+        for (id, sp) in here {
+            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == id) {
+                let (line, col) = sources.line_col(first.file, first.range.start);
+                let at = if first.file == sp.file {
+                    format!("line {line}")
+                } else {
+                    format!("{}:{line}:{col}", sources.display_path(first.file))
+                };
+                diags.push(
+                    Diagnostic::error(Code::DuplicateId, Some(sp), format!("duplicate id `{id}`"))
+                        .label("defined again here")
+                        .note(format!("first defined on {at}"))
+                        .hint("ids are shared by every chapter of the book: give this one another"),
+                );
+            } else {
+                seen.push((id, sp));
+            }
         }
     }
 }

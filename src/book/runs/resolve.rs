@@ -18,6 +18,9 @@ pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
             let Directive::Run { id, spec } = &d.node else {
                 continue;
             };
+            if plans.iter().any(|p| p.id == *id) {
+                continue; // a second declaration: `duplicate-id`, at it, says so
+            }
             let base_name = spec.base.clone().unwrap_or_else(|| {
                 if RunConfig::preset(id).is_some() {
                     id.clone()
