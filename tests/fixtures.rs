@@ -310,3 +310,46 @@ fn ids_collide_across_chapters() {
         located(&out)
     );
 }
+
+/// Across chapters: a claim may name a run declared in a later chapter (runs are one
+/// namespace, used anywhere; a `base` must come earlier), and `{@…}` to a section of
+/// another chapter reads its number and links to its page.
+#[test]
+fn runs_and_references_work_across_chapters() {
+    let a = "# A\n\n## Setup {#sec-setup}\n\nIt took [30]{=tiny.config.train.steps} steps, as {@sec-results} shows.\n";
+    let b =
+        format!("# B\n\n## Results {{#sec-results}}\n\n{TINY_RUN}\n\nBack to {{@sec-setup}}.\n");
+    let p = Project::new(a);
+    std::fs::write(p.root().join("book/b.md"), b).unwrap();
+    std::fs::write(
+        p.root().join("book/book.toml"),
+        "title = \"Two\"\nauthor = \"Tests\"\nchapters = [\"chapter.md\", \"b.md\"]\n",
+    )
+    .unwrap();
+    let mut opts = p.options(true);
+    opts.runs.jobs = 1;
+    let out = revtx_book::book::build(&opts);
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    assert_eq!(
+        out.counts.checked, 1,
+        "the claim in chapter 1 on chapter 2's run"
+    );
+    let one = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    let two = std::fs::read_to_string(p.root().join("site/chapter-2.html")).unwrap();
+    assert!(
+        one.contains("href=\"chapter-2.html#sec-results\""),
+        "chapter 1 → 2.1"
+    );
+    assert!(
+        one.contains("Section 2.1"),
+        "the number of chapter 2's section"
+    );
+    assert!(
+        two.contains("href=\"chapter-1.html#sec-setup\""),
+        "chapter 2 → 1.1"
+    );
+    assert!(
+        two.contains("Section 1.1"),
+        "the number of chapter 1's section"
+    );
+}
