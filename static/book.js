@@ -747,7 +747,7 @@
     t.textContent = iso.slice(0, 10) + " " + iso.slice(11, 16) + " UTC";
   });
 
-  /* Print with every run card open; restore afterwards. */
+  /* Print with every run card and every answer open; restore afterwards. */
   var openedForPrint = [];
   window.addEventListener("beforeprint", function () {
     openedForPrint = $$("details:not([open])");

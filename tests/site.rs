@@ -537,3 +537,55 @@ fn a_broken_template_is_an_error() {
     );
     assert!(!p.root().join("site").exists(), "a site was written");
 }
+
+/// `### Answer {.answer}` opens a <details>, shut until the reader opens it, that holds
+/// everything up to the next heading of its level or above; claims and references work
+/// inside it; it is neither numbered nor in the table of contents.
+#[test]
+fn an_answer_is_hidden_until_opened() {
+    let chapter = format!(
+        "# T\n\n{TINY_RUN}\n\n## Exercise {{#sec-ex}}\n\nHow many parameters?\n\n\
+         ### Answer {{.answer #ans-params}}\n\nIt has [0]{{=tiny.params - tiny.params}} extra; see {{@sec-ex}}.\n\n\
+         More of the answer.\n\n## Next {{#sec-next}}\n\nAfter.\n"
+    );
+    let p = Project::new(&chapter);
+    let out = p.build();
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    assert_eq!(
+        out.counts.checked, 1,
+        "the claim inside the answer is checked"
+    );
+    let html = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    let open = html
+        .find("<details class=\"answer\" id=\"ans-params\"><summary>Answer</summary>")
+        .expect("the answer opens a shut <details>");
+    let close = html[open..]
+        .find("</div></details>")
+        .expect("and closes it")
+        + open;
+    let next = html.find("<h2 id=\"sec-next\"").expect("the next section");
+    let body = &html[open..close];
+    assert!(
+        body.contains("More of the answer."),
+        "the answer holds its paragraphs"
+    );
+    assert!(
+        body.contains("href=\"#sec-ex\""),
+        "a reference inside the answer"
+    );
+    assert!(close < next, "the answer ends before the next section");
+    assert_eq!(html.matches("<details class=\"answer\"").count(), 1);
+    assert!(
+        !html.contains("open>") && !body.contains(" open"),
+        "shut by default"
+    );
+    assert!(
+        html.contains("sec-num\">1.2</span> Next"),
+        "the answer takes no section number"
+    );
+    let toc = fragment(&html, "<nav class=\"toc\"", "</nav>");
+    assert!(
+        !toc.contains("Answer"),
+        "not in the table of contents: {toc}"
+    );
+}

@@ -36,8 +36,10 @@ pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
             level, id, classes, ..
         })) = node
         {
-            let numbered =
-                *level == HeadingLevel::H2 && !classes.iter().any(|c| &**c == "unnumbered");
+            let numbered = *level == HeadingLevel::H2
+                && !classes
+                    .iter()
+                    .any(|c| &**c == "unnumbered" || &**c == "answer");
             let (label, xref) = if numbered {
                 sec += 1;
                 let label = format!("{}.{sec}", ch.number);

@@ -10,6 +10,9 @@ use crate::book::parse::{Chapter, Directive, Math, Node, Spanned};
 use minijinja::{context, Value};
 use pulldown_cmark::{Event, HeadingLevel, Tag, TagEnd};
 
+/// Closes an answer's `<details>` (opened by `templates/partials/answer.html`).
+const ANSWER_END: &str = "</div></details>\n";
+
 impl Renderer<'_> {
     /// Renders one chapter.
     pub(super) fn chapter(&mut self, ch: &Chapter) -> RenderedChapter {
@@ -26,10 +29,15 @@ impl Renderer<'_> {
                 .map(|n: &Number| n.label.clone())
                 .unwrap_or_default()
         };
+        // An open answer (`### Answer {.answer}`): it holds everything up to the next heading
+        // of its level or above.
+        let mut answer: Option<u8> = None;
         let mut i = 0;
         while i < ch.nodes.len() {
             let html = match &ch.nodes[i] {
-                Node::Md(Event::Start(Tag::Heading { level, id, .. })) => {
+                Node::Md(Event::Start(Tag::Heading {
+                    level, id, classes, ..
+                })) => {
                     let end = i + ch.nodes[i..]
                         .iter()
                         .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Heading(_)))))
@@ -37,6 +45,16 @@ impl Renderer<'_> {
                     let nodes = &ch.nodes[i + 1..end];
                     let section = numbers.get(&i).map_or("", |n| n.label.as_str());
                     i = end + 1;
+                    if answer.is_some_and(|open| *level as u8 <= open) {
+                        out.push(Event::Html(ANSWER_END.into()));
+                        answer = None;
+                    }
+                    if classes.iter().any(|c| &**c == "answer") && answer.is_none() {
+                        answer = Some(*level as u8);
+                        let html = self.answer(id.as_deref(), nodes, &inlines, &mut search);
+                        out.push(Event::Html(html.into()));
+                        continue;
+                    }
                     let (html, text) = self.heading(
                         (*level, id.as_deref(), section),
                         nodes,
@@ -79,16 +97,12 @@ impl Renderer<'_> {
             out.push(Event::Html(html.into()));
             i += 1;
         }
+        if answer.is_some() {
+            out.push(Event::Html(ANSWER_END.into()));
+        }
         let mut html = String::new();
         pulldown_cmark::html::push_html(&mut html, out.into_iter());
-        let file = self.sources.display_path(ch.file);
-        let mine: Vec<_> = self.claims.iter().filter(|c| c.file == file).collect();
-        let of = |k: ClaimKind| mine.iter().filter(|c| c.kind == k).count();
-        counts.checked = of(ClaimKind::Checked);
-        counts.inserted = of(ClaimKind::Inserted);
-        counts.literal = of(ClaimKind::Literal);
-        counts.asserted = of(ClaimKind::Asserted);
-        counts.unbound = ch.unbound;
+        self.count_claims(ch, &mut counts);
         let search = search.finish(&title);
         RenderedChapter {
             title,
@@ -140,6 +154,34 @@ impl Renderer<'_> {
             context! { level, id, number, inner, text => &text },
         );
         (Some(html), text)
+    }
+
+    /// The chapter's claims by kind, and its unbound numerals.
+    fn count_claims(&self, ch: &Chapter, counts: &mut Counts) {
+        let file = self.sources.display_path(ch.file);
+        let mine: Vec<_> = self.claims.iter().filter(|c| c.file == file).collect();
+        let of = |k: ClaimKind| mine.iter().filter(|c| c.kind == k).count();
+        counts.checked = of(ClaimKind::Checked);
+        counts.inserted = of(ClaimKind::Inserted);
+        counts.literal = of(ClaimKind::Literal);
+        counts.asserted = of(ClaimKind::Asserted);
+        counts.unbound = ch.unbound;
+    }
+
+    /// The opening of an answer: a `<details>` whose summary is the heading's text, shut
+    /// until the reader opens it (`templates/partials/answer.html`). Not in the table of
+    /// contents; its text is searchable.
+    fn answer(
+        &mut self,
+        id: Option<&str>,
+        nodes: &[Node],
+        inlines: &[InlineOut],
+        search: &mut Search,
+    ) -> String {
+        let (inner, text) = self.inline_html(nodes, inlines);
+        search.push(&text);
+        let inner = Value::from_safe_string(inner);
+        self.html("partials/answer.html", context! { id, inner })
     }
 
     /// A directive's HTML (nothing for a run), counted and indexed for search.
