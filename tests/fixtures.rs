@@ -353,3 +353,59 @@ fn runs_and_references_work_across_chapters() {
         "the number of chapter 1's section"
     );
 }
+
+/// Front matter and appendices, declared in book.toml: the preface has no section numbers
+/// and numbers its equation (1); appendix A numbers A.1 and (A.1); references across all
+/// three read those numbers and link to each page.
+#[test]
+fn front_matter_and_appendices_are_numbered_by_their_place() {
+    let p = Project::new(
+        "# One\n\n## Start {#sec-start}\n\nSee {@sec-more}, {@eq-a} and {@sec-why}.\n",
+    );
+    let book = p.root().join("book");
+    std::fs::write(
+        book.join("preface.md"),
+        "# Preface\n\n## Why {#sec-why}\n\n$$a$$ {#eq-p}\n\nSee {@eq-p} and {@sec-start}.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        book.join("extra.md"),
+        "# More\n\n## More {#sec-more}\n\n$$b$$ {#eq-a}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        book.join("book.toml"),
+        "title = \"Three\"\nauthor = \"Tests\"\nfront = [\"preface.md\"]\nchapters = [\"chapter.md\"]\nappendices = [\"extra.md\"]\n",
+    )
+    .unwrap();
+    let out = p.build();
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    let page = |f: &str| std::fs::read_to_string(p.root().join("site").join(f)).unwrap();
+    let (front, one, app) = (
+        page("front-1.html"),
+        page("chapter-1.html"),
+        page("appendix-a.html"),
+    );
+    assert!(
+        one.contains("href=\"appendix-a.html#sec-more\">Section A.1</a>"),
+        "{one}"
+    );
+    assert!(one.contains("href=\"appendix-a.html#eq-a\">(A.1)</a>"));
+    assert!(one.contains("href=\"front-1.html#sec-why\">“Why”</a>"));
+    assert!(app.contains("sec-num\">A.1</span> More"));
+    assert!(front.contains("href=\"#eq-p\">(1)</a>"));
+    assert!(front.contains("href=\"chapter-1.html#sec-start\">Section 1.1</a>"));
+    assert!(
+        !front.contains("sec-num"),
+        "the preface's sections are unnumbered"
+    );
+    // Prev/next follow the book's order: preface, chapter 1, appendix A.
+    assert!(
+        one.contains("rel=\"prev\" href=\"front-1.html\""),
+        "prev of chapter 1"
+    );
+    assert!(
+        one.contains("rel=\"next\" href=\"appendix-a.html\""),
+        "next of chapter 1"
+    );
+}

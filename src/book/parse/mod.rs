@@ -60,8 +60,14 @@ pub struct BookConfig {
     /// Language of the text (`lang` attribute).
     #[serde(default = "default_language")]
     pub language: String,
+    /// Unnumbered front matter (a preface), before the chapters: files relative to `book/`.
+    #[serde(default)]
+    pub front: Vec<toml::Spanned<String>>,
     /// Chapter files, in order, relative to `book/`, each with its place in `book.toml`.
     pub chapters: Vec<toml::Spanned<String>>,
+    /// Appendices after the chapters, lettered A, B, …: files relative to `book/`.
+    #[serde(default)]
+    pub appendices: Vec<toml::Spanned<String>>,
     /// Make every warning about the text (e.g. `unbound-number`) an error, as
     /// `--deny-warnings` does.
     #[serde(default)]
@@ -83,11 +89,67 @@ pub struct Spanned<T> {
     pub span: Span,
 }
 
-/// One chapter, parsed.
+/// Where a file stands in the book, which decides its numbers and its page's name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Place {
+    /// Front matter (`front` in book.toml): no section numbers; its figures, tables and
+    /// equations are numbered 1, 2, … without a prefix.
+    Front(usize),
+    /// Chapter n (1-based): sections 1.1, Figure 1.2, (1.3).
+    Chapter(usize),
+    /// Appendix k (0-based; A is 0): sections A.1, Figure A.2, (A.3).
+    Appendix(usize),
+}
+
+impl Place {
+    /// The prefix of its numbers: `1`, `A`; none for front matter.
+    pub fn prefix(self) -> Option<String> {
+        match self {
+            Place::Front(_) => None,
+            Place::Chapter(n) => Some(n.to_string()),
+            Place::Appendix(k) => Some(appendix_letter(k)),
+        }
+    }
+
+    /// What it is called when it has no `#` title: "Chapter 1", "Appendix A", "Preface".
+    fn default_title(self) -> String {
+        match self {
+            Place::Front(_) => "Preface".into(),
+            Place::Chapter(n) => format!("Chapter {n}"),
+            Place::Appendix(k) => format!("Appendix {}", appendix_letter(k)),
+        }
+    }
+
+    /// Its page: `chapter-1.html`, `appendix-a.html`, `front-1.html`.
+    fn slug(self) -> String {
+        match self {
+            Place::Front(k) => format!("front-{}.html", k + 1),
+            Place::Chapter(n) => format!("chapter-{n}.html"),
+            Place::Appendix(k) => format!("appendix-{}.html", appendix_letter(k).to_lowercase()),
+        }
+    }
+
+    /// How a reference to the whole chapter reads: "Chapter 1", "Appendix A".
+    pub fn name(self) -> String {
+        self.default_title()
+    }
+}
+
+/// A, B, …, Z, then AA, AB, …
+fn appendix_letter(k: usize) -> String {
+    let letter = |i: usize| char::from(b'A' + u8::try_from(i % 26).unwrap_or(0));
+    if k < 26 {
+        letter(k).to_string()
+    } else {
+        format!("{}{}", letter(k / 26 - 1), letter(k))
+    }
+}
+
+/// One chapter (or a front-matter file, or an appendix), parsed.
 pub struct Chapter {
     pub file: FileId,
-    /// 1-based chapter number.
-    pub number: usize,
+    /// Where it stands in the book.
+    pub place: Place,
     /// The text of its first `#` heading (without claims), or "Chapter N".
     pub title: String,
     /// Output file name, e.g. `chapter-1.html`.
@@ -179,7 +241,11 @@ fn load_chapters(
     let book_dir = root.join("book");
     let mut chapters = Vec::new();
     let mut seen: Vec<(PathBuf, std::ops::Range<usize>)> = Vec::new();
-    for rel in &config.chapters {
+    let listed = (config.front.iter().enumerate())
+        .map(|(k, rel)| (rel, Place::Front(k)))
+        .chain((config.chapters.iter().enumerate()).map(|(k, rel)| (rel, Place::Chapter(k + 1))))
+        .chain((config.appendices.iter().enumerate()).map(|(k, rel)| (rel, Place::Appendix(k))));
+    for (rel, place) in listed {
         let at = Span {
             file,
             range: rel.span(),
@@ -211,8 +277,7 @@ fn load_chapters(
         match std::fs::read_to_string(&path) {
             Ok(src) => {
                 let id = sources.add(path, src);
-                let number = chapters.len() + 1;
-                chapters.push(parse_chapter(id, number, sources.text(id), diags));
+                chapters.push(parse_chapter(id, place, sources.text(id), diags));
             }
             Err(e) => {
                 diags.push(
@@ -295,7 +360,7 @@ pub fn options() -> Options {
 /// Parses one chapter's markdown.
 pub fn parse_chapter(
     file: FileId,
-    number: usize,
+    place: Place,
     src: &str,
     diags: &mut Vec<Diagnostic>,
 ) -> Chapter {
@@ -308,16 +373,16 @@ pub fn parse_chapter(
         .filter(|(_, k)| k.is_some())
         .map(|(f, _)| f.inline)
         .collect();
-    let chapter = Chapter {
+
+    Chapter {
         file,
-        number,
-        title: title(&parsed.nodes).unwrap_or_else(|| format!("Chapter {number}")),
-        slug: format!("chapter-{number}.html"),
+        place,
+        title: title(&parsed.nodes).unwrap_or_else(|| place.default_title()),
+        slug: place.slug(),
         nodes: parsed.nodes,
         inlines,
         unbound: parsed.unbound,
-    };
-    chapter
+    }
 }
 
 /// The text of the first `#` heading.

@@ -6,7 +6,7 @@ use crate::book::codes::Code;
 
 fn parse(src: &str) -> (Chapter, Vec<Diagnostic>) {
     let mut d = Vec::new();
-    let c = parse_chapter(0, 1, src, &mut d);
+    let c = parse_chapter(0, Place::Chapter(1), src, &mut d);
     (c, d)
 }
 

@@ -1,6 +1,7 @@
 //! Numbering and cross-references: sections (`##` headings), figures, tables (directives and
 //! captioned markdown tables) and display equations are numbered in document order, per
-//! chapter.
+//! chapter: "1.4", "Figure 1.2" in chapter 1, "A.4", "Figure A.2" in appendix A. Front
+//! matter has no section numbers, and numbers its figures, tables and equations 1, 2, ….
 //!
 //! A `##` heading is numbered "1.4" (chapter 1, fourth section) unless it has the class
 //! `{.unnumbered}`; `###` headings are not numbered. A heading with an id (`{#sec-scale}`)
@@ -29,7 +30,18 @@ pub struct Number {
 /// (headings with an id or a number included).
 pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
     let (mut fig, mut tab, mut eq, mut sec) = (0, 0, 0, 0);
-    let mut section = format!("Chapter {}", ch.number);
+    let prefix = ch.place.prefix();
+    // "1.2", "A.2"; in front matter, "2".
+    let num = |n: usize| {
+        prefix
+            .as_ref()
+            .map_or_else(|| n.to_string(), |p| format!("{p}.{n}"))
+    };
+    let mut section = if prefix.is_some() {
+        ch.place.name()
+    } else {
+        format!("“{}”", ch.title)
+    };
     let mut out = HashMap::new();
     for (i, node) in ch.nodes.iter().enumerate() {
         if let Node::Md(Event::Start(Tag::Heading {
@@ -37,12 +49,13 @@ pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
         })) = node
         {
             let numbered = *level == HeadingLevel::H2
+                && prefix.is_some()
                 && !classes
                     .iter()
                     .any(|c| &**c == "unnumbered" || &**c == "answer");
             let (label, xref) = if numbered {
                 sec += 1;
-                let label = format!("{}.{sec}", ch.number);
+                let label = num(sec);
                 section = format!("Section {label}");
                 (label, section.clone())
             } else if *level == HeadingLevel::H2 {
@@ -66,11 +79,11 @@ pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
             Node::Directive(d) => match &d.node {
                 Directive::Figure(b) => {
                     fig += 1;
-                    (format!("Figure {}.{fig}", ch.number), Some(b.id.clone()))
+                    (format!("Figure {}", num(fig)), Some(b.id.clone()))
                 }
                 Directive::Table(b) => {
                     tab += 1;
-                    (format!("Table {}.{tab}", ch.number), Some(b.id.clone()))
+                    (format!("Table {}", num(tab)), Some(b.id.clone()))
                 }
                 _ => continue,
             },
@@ -79,11 +92,11 @@ pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
                     continue;
                 };
                 tab += 1;
-                (format!("Table {}.{tab}", ch.number), cap.id)
+                (format!("Table {}", num(tab)), cap.id)
             }
             Node::Math(m) if m.display => {
                 eq += 1;
-                (format!("({}.{eq})", ch.number), label_after(ch, i))
+                (format!("({})", num(eq)), label_after(ch, i))
             }
             _ => continue,
         };
