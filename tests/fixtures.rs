@@ -352,6 +352,15 @@ fn runs_and_references_work_across_chapters() {
         two.contains("Section 1.1"),
         "the number of chapter 1's section"
     );
+    // Each page's sidebar lists the other chapter's sections too.
+    assert!(
+        one.contains("<a href=\"chapter-2.html#sec-results\">2.1 Results</a>"),
+        "sidebar of chapter 1"
+    );
+    assert!(
+        two.contains("<a href=\"chapter-1.html#sec-setup\">1.1 Setup</a>"),
+        "sidebar of chapter 2"
+    );
 }
 
 /// Front matter and appendices, declared in book.toml: the preface has no section numbers

@@ -76,13 +76,15 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
     let mut files = Files::default();
 
     let book = ctx.book;
-    let mut nav = vec![("Home".to_string(), "index.html".to_string())];
+    // The book's pages, each chapter with its sections (h2), for every page's sidebar.
+    let none: &[render::TocEntry] = &[];
+    let mut nav = vec![("Home".to_string(), "index.html".to_string(), none)];
     nav.extend(
         ctx.chapters
             .iter()
-            .map(|c| (c.title.clone(), c.slug.clone())),
+            .map(|c| (c.title.clone(), c.slug.clone(), c.toc.as_slice())),
     );
-    nav.push(("Runs".to_string(), "runs.html".to_string()));
+    nav.push(("Runs".to_string(), "runs.html".to_string(), none));
     let generated = build_time();
     let with_widget: Vec<&str> = book
         .chapters
@@ -102,7 +104,10 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
         let widget = with_widget.contains(&slug);
         let nav: Vec<_> = nav
             .iter()
-            .map(|(t, h)| context! { title => t, href => h, current => h == slug })
+            .map(|(t, h, toc)| {
+                let sections: Vec<_> = toc.iter().filter(|e| e.level == 2).collect();
+                context! { title => t, href => h, current => h == slug, sections => sections }
+            })
             .collect();
         Ok(env.get_template("page.html")?.render(context! {
             book => context! { title => &book.config.title, author => &book.config.author, language => &book.config.language },
