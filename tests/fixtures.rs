@@ -273,13 +273,10 @@ fn ids_collide_across_chapters() {
         "# A\n\n## Intro {{#sec-intro}}\n\n{TINY_RUN}\n\nIt took [30]{{=tiny.config.train.steps}} steps.\n"
     );
     let b = "# B\n\n## Intro {#sec-intro}\n\n```run tiny\nbase = \"reference\"\n[train]\nsteps = 50\nblock = 10\n[eval]\ntest_size = 24\nlong_size = 8\n```\n";
-    let p = Project::new(&a);
-    std::fs::write(p.root().join("book/b.md"), b).unwrap();
-    std::fs::write(
-        p.root().join("book/book.toml"),
-        "title = \"Two\"\nauthor = \"Tests\"\nchapters = [\"chapter.md\", \"b.md\"]\n",
-    )
-    .unwrap();
+    let p = Project::book(
+        &[("chapter.md", &a), ("b.md", b)],
+        "chapters = [\"chapter.md\", \"b.md\"]",
+    );
     let out = p.build();
     let dups: Vec<_> = out
         .diags
@@ -319,13 +316,10 @@ fn runs_and_references_work_across_chapters() {
     let a = "# A\n\n## Setup {#sec-setup}\n\nIt took [30]{=tiny.config.train.steps} steps, as {@sec-results} shows.\n";
     let b =
         format!("# B\n\n## Results {{#sec-results}}\n\n{TINY_RUN}\n\nBack to {{@sec-setup}}.\n");
-    let p = Project::new(a);
-    std::fs::write(p.root().join("book/b.md"), b).unwrap();
-    std::fs::write(
-        p.root().join("book/book.toml"),
-        "title = \"Two\"\nauthor = \"Tests\"\nchapters = [\"chapter.md\", \"b.md\"]\n",
-    )
-    .unwrap();
+    let p = Project::book(
+        &[("chapter.md", a), ("b.md", &b)],
+        "chapters = [\"chapter.md\", \"b.md\"]",
+    );
     let mut opts = p.options(true);
     opts.runs.jobs = 1;
     let out = revtx_book::book::build(&opts);
@@ -368,25 +362,14 @@ fn runs_and_references_work_across_chapters() {
 /// three read those numbers and link to each page.
 #[test]
 fn front_matter_and_appendices_are_numbered_by_their_place() {
-    let p = Project::new(
-        "# One\n\n## Start {#sec-start}\n\nSee {@sec-more}, {@eq-a} and {@sec-why}.\n",
+    let p = Project::book(
+        &[
+            ("chapter.md", "# One\n\n## Start {#sec-start}\n\nSee {@sec-more}, {@eq-a} and {@sec-why}.\n"),
+            ("preface.md", "# Preface\n\n## Why {#sec-why}\n\n$$a$$ {#eq-p}\n\nSee {@eq-p} and {@sec-start}.\n"),
+            ("extra.md", "# More\n\n## More {#sec-more}\n\n$$b$$ {#eq-a}\n"),
+        ],
+        "front = [\"preface.md\"]\nchapters = [\"chapter.md\"]\nappendices = [\"extra.md\"]",
     );
-    let book = p.root().join("book");
-    std::fs::write(
-        book.join("preface.md"),
-        "# Preface\n\n## Why {#sec-why}\n\n$$a$$ {#eq-p}\n\nSee {@eq-p} and {@sec-start}.\n",
-    )
-    .unwrap();
-    std::fs::write(
-        book.join("extra.md"),
-        "# More\n\n## More {#sec-more}\n\n$$b$$ {#eq-a}\n",
-    )
-    .unwrap();
-    std::fs::write(
-        book.join("book.toml"),
-        "title = \"Three\"\nauthor = \"Tests\"\nfront = [\"preface.md\"]\nchapters = [\"chapter.md\"]\nappendices = [\"extra.md\"]\n",
-    )
-    .unwrap();
     let out = p.build();
     assert_eq!(out.errors(), 0, "{:?}", located(&out));
     let page = |f: &str| std::fs::read_to_string(p.root().join("site").join(f)).unwrap();

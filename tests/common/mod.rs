@@ -55,6 +55,23 @@ impl Project {
         Project { dir }
     }
 
+    /// A project of several files in `book/`: `files` are (name, text) and `lists` the
+    /// book.toml lines that place them, e.g. `chapters = ["a.md", "b.md"]`.
+    pub fn book(files: &[(&str, &str)], lists: &str) -> Self {
+        let p = Project::new("# unused\n");
+        let book = p.root().join("book");
+        std::fs::remove_file(book.join("chapter.md")).unwrap();
+        for (name, text) in files {
+            std::fs::write(book.join(name), text).unwrap();
+        }
+        std::fs::write(
+            book.join("book.toml"),
+            format!("title = \"Book\"\nauthor = \"Tests\"\n{lists}\n"),
+        )
+        .unwrap();
+        p
+    }
+
     pub fn root(&self) -> &Path {
         self.dir.path()
     }

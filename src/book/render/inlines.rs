@@ -455,10 +455,7 @@ impl Renderer<'_> {
     /// The runs an expression names, in order of first mention.
     fn runs_in(&self, expr: &str) -> Vec<String> {
         let mut v: Vec<String> = Vec::new();
-        for w in expr
-            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-            .filter(|w| self.results.by_run.contains_key(*w))
-        {
+        for w in words(expr).filter(|w| self.results.by_run.contains_key(*w)) {
             if !v.iter().any(|x| x == w) {
                 v.push(w.to_string());
             }
@@ -468,10 +465,9 @@ impl Renderer<'_> {
 
     /// Whether `expr` names a run the book declares but that has no result.
     fn names_unproduced_run(&self, expr: &str) -> bool {
-        expr.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-            .any(|w| {
-                !self.results.by_run.contains_key(w) && self.results.plans.iter().any(|p| p.id == w)
-            })
+        words(expr).any(|w| {
+            !self.results.by_run.contains_key(w) && self.results.plans.iter().any(|p| p.id == w)
+        })
     }
 
     /// Evaluates an expression, turning failures into diagnostics at `span`.
@@ -497,10 +493,7 @@ impl Renderer<'_> {
             // has errors: both are reported already, and this would only repeat them.
             Err(_) if self.names_unproduced_run(expr) => None,
             Err(e) => {
-                let first = expr
-                    .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
-                    .find(|w| !w.is_empty())
-                    .unwrap_or("");
+                let first = words(expr).find(|w| !w.is_empty()).unwrap_or("");
                 let known_run = self.results.by_run.contains_key(first)
                     || !expr::operands(expr, &|n| self.results.by_run.contains_key(n)).is_empty();
                 let d = Diagnostic::error(
@@ -522,4 +515,9 @@ impl Renderer<'_> {
             }
         }
     }
+}
+
+/// The words of an expression that could name runs: runs of letters, digits, `_` and `-`.
+fn words(expr: &str) -> impl Iterator<Item = &str> {
+    expr.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
 }
