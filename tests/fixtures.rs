@@ -7,6 +7,9 @@
 //! first, and `<!-- fixture: deny-warnings -->` builds with `--deny-warnings`. Each
 //! `tests/fixtures/bad/*.book.toml` is a `book.toml` (beside a one-line chapter), with the
 //! same expectations as TOML comments, `# error @+N[:COL]: text`, placed in that file.
+//! Each directory `tests/fixtures/bad/<name>/` is a whole `book/` (its `book.toml`,
+//! chapters, `references.bib`), with expectations in any of its files; a `.bib` file writes
+//! them as `% error @+N[:COL]: text`.
 //! Every expected diagnostic must appear, and no other may; a book with an expected error
 //! must not write a site or touch the run cache.
 
@@ -34,6 +37,10 @@ fn expectations(src: &str) -> Vec<Expected> {
         } else if let Some(r) = l.strip_prefix("# error @") {
             (Severity::Error, r)
         } else if let Some(r) = l.strip_prefix("# warning @") {
+            (Severity::Warning, r)
+        } else if let Some(r) = l.strip_prefix("% error @") {
+            (Severity::Error, r)
+        } else if let Some(r) = l.strip_prefix("% warning @") {
             (Severity::Warning, r)
         } else {
             continue;
@@ -77,10 +84,45 @@ fn diagnostics(o: &Outcome, file: &str) -> Vec<(Severity, usize, usize, String)>
         .collect()
 }
 
-/// Builds one fixture book (a chapter, or a `book.toml` beside a one-line chapter): what it
-/// reported, whether it wrote a site, and whether it left anything in the run cache.
-fn build_fixture(src: &str, book_toml: bool) -> (Outcome, bool, bool) {
-    let p = if book_toml {
+/// A fixture: its files' (name in `book/`, text with `TINYRUN` replaced).
+fn fixture_files(path: &std::path::Path) -> Vec<(String, String)> {
+    let read = |p: &std::path::Path| {
+        std::fs::read_to_string(p)
+            .unwrap()
+            .replace("TINYRUN", TINY_RUN)
+    };
+    let name = path.file_name().unwrap().to_string_lossy().to_string();
+    if !path.is_dir() {
+        return vec![(name, read(path))];
+    }
+    let mut files: Vec<(String, String)> = std::fs::read_dir(path)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| {
+            (
+                p.file_name().unwrap().to_string_lossy().to_string(),
+                read(&p),
+            )
+        })
+        .collect();
+    files.sort();
+    files
+}
+
+/// Builds one fixture book (a chapter, a `book.toml` beside a one-line chapter, or a
+/// directory of book files): what it reported, whether it wrote a site, and whether it left
+/// anything in the run cache.
+fn build_fixture(files: &[(String, String)], dir: bool) -> (Outcome, bool, bool) {
+    let src = &files[0].1;
+    let book_toml = !dir && files[0].0.ends_with(".book.toml");
+    let p = if dir {
+        let p = Project::new("# unused\n");
+        std::fs::remove_file(p.root().join("book/chapter.md")).unwrap();
+        for (name, text) in files {
+            std::fs::write(p.root().join("book").join(name), text).unwrap();
+        }
+        p
+    } else if book_toml {
         let p = Project::new("# Chapter\n\nText.\n");
         std::fs::write(p.root().join("book/book.toml"), src).unwrap();
         p
@@ -93,7 +135,9 @@ fn build_fixture(src: &str, book_toml: bool) -> (Outcome, bool, bool) {
     )
     .ok();
     let mut opts = p.options(true);
-    opts.deny_warnings = src.contains("<!-- fixture: deny-warnings -->");
+    opts.deny_warnings = files
+        .iter()
+        .any(|(_, t)| t.contains("<!-- fixture: deny-warnings -->"));
     let out = revtx_book::book::build(&opts);
     let site = p.root().join("site").exists();
     let cached =
@@ -110,45 +154,60 @@ fn every_bad_input_gets_its_diagnostic() {
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md" || e == "toml"))
+        .filter(|p| p.is_dir() || p.extension().is_some_and(|e| e == "md" || e == "toml"))
         .collect();
     paths.sort();
     for path in paths {
         cases += 1;
-        let src = std::fs::read_to_string(&path)
-            .unwrap()
-            .replace("TINYRUN", TINY_RUN);
-        let want = expectations(&src);
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        assert!(!want.is_empty(), "{name} has no expected diagnostic");
-        let book_toml = name.ends_with(".book.toml");
-        let (out, site, cached) = build_fixture(&src, book_toml);
+        let files = fixture_files(&path);
+        let (out, site, cached) = build_fixture(&files, path.is_dir());
         produced.extend(out.diags.iter().map(|d| d.code));
-        let got = diagnostics(&out, if book_toml { "book.toml" } else { "chapter.md" });
-        for w in &want {
-            let hit = got.iter().any(|(s, l, c, m)| {
-                *s == w.severity
-                    && *l == w.line
-                    && w.col.is_none_or(|wc| wc == *c)
-                    && m.contains(&w.text)
-            });
-            if !hit {
-                failures.push(format!(
-                    "{name}: expected {:?} `{}` at {}:{:?}, got {got:?}",
-                    w.severity, w.text, w.line, w.col
-                ));
+        // Each file's expectations against the diagnostics located in it.
+        let mut all_want = Vec::new();
+        let mut all_got = Vec::new();
+        for (file, src) in &files {
+            let want = expectations(src);
+            let in_book = if path.is_dir() {
+                file.as_str()
+            } else if file.ends_with(".book.toml") {
+                "book.toml"
+            } else {
+                "chapter.md"
+            };
+            let got = diagnostics(&out, in_book);
+            for w in &want {
+                let hit = got.iter().any(|(s, l, c, m)| {
+                    *s == w.severity
+                        && *l == w.line
+                        && w.col.is_none_or(|wc| wc == *c)
+                        && m.contains(&w.text)
+                });
+                if !hit {
+                    failures.push(format!(
+                        "{name}/{file}: expected {:?} `{}` at {}:{:?}, got {got:?}",
+                        w.severity, w.text, w.line, w.col
+                    ));
+                }
             }
+            all_want.extend(want);
+            all_got = got;
         }
-        for (s, l, c, m) in &got {
-            if !want.iter().any(|w| w.severity == *s && m.contains(&w.text)) {
+        assert!(!all_want.is_empty(), "{name} has no expected diagnostic");
+        for (s, l, c, m) in &all_got {
+            if !all_want
+                .iter()
+                .any(|w| w.severity == *s && m.contains(&w.text))
+            {
                 failures.push(format!("{name}: unexpected {s:?} at {l}:{c}: {m}"));
             }
         }
-        let errors = want.iter().any(|w| w.severity == Severity::Error);
+        let errors = all_want.iter().any(|w| w.severity == Severity::Error);
         if errors && site {
             failures.push(format!("{name}: a failed build must not write a site"));
         }
-        if errors && !src.contains("TINYRUN") && !src.contains("```run") && cached {
+        let runs = files.iter().any(|(_, t)| t.contains("```run"));
+        if errors && !runs && cached {
             failures.push(format!(
                 "{name}: a book without runs left entries in the run cache"
             ));

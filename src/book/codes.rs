@@ -58,6 +58,14 @@ codes! {
     DuplicateId => "duplicate-id",
     /// A reference's id is malformed.
     BadReference => "bad-reference",
+    /// The bibliography or the citation style cannot be read.
+    Bibliography => "bibliography",
+    /// A citation's key is not in the bibliography.
+    UnknownCitation => "unknown-citation",
+    /// A citation's locator (`sec. 3.2`) starts with no label the tool knows.
+    BadLocator => "bad-locator",
+    /// A bibliography entry that no chapter cites.
+    UncitedEntry => "uncited-entry",
     /// A reference names no figure, table, equation or section.
     UnknownReference => "unknown-reference",
     /// An `include` cannot be read, lies outside the project or lacks its anchor.

@@ -2,7 +2,7 @@
 //! diagnostics, which the caller prints once.
 //!
 //! ```text
-//! book/book.toml + *.md ─parse→ Book ─plan→ [RunPlan] ─execute→ Results (cache or engine)
+//! book/book.toml + *.md + references.bib ─parse→ Book ─plan→ [RunPlan] ─execute→ Results (cache or engine)
 //!      ─render→ [RenderedChapter] + claims ─write→ site/ (atomic swap)
 //! ```
 
@@ -24,6 +24,7 @@
 )]
 
 mod bless;
+pub mod cite;
 pub mod claims;
 pub mod codes;
 pub mod diag;

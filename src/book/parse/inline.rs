@@ -1,4 +1,5 @@
-//! Inline constructs (claims, inserts, literals, assertions, labels, references): found in
+//! Inline constructs (claims, inserts, literals, assertions, labels, references, citations):
+//! found in
 //! the raw markdown and replaced by placeholders that survive the markdown parse, before it
 //! runs.
 //!
@@ -56,6 +57,22 @@ pub enum Inline {
     Label { id: String },
     /// `{@id}`: a cross-reference.
     Ref { id: String },
+    /// `[@key]`, `[@a; @b, sec. 3.2]`: a citation in parentheses; `@key` alone: a
+    /// narrative citation ("Vaswani et al. (2017)").
+    Cite {
+        items: Vec<CiteItem>,
+        narrative: bool,
+    },
+}
+
+/// One work a citation cites.
+#[derive(Clone, Debug)]
+pub struct CiteItem {
+    /// The bibliography key, without its `@`.
+    pub key: String,
+    pub key_span: Span,
+    /// What follows the key's comma, as written (`sec. 3.2`, `p. 4`), and where.
+    pub locator: Option<(String, Span)>,
 }
 
 /// A construct found in the source, with the problems it has if it turns out to be prose.
@@ -141,6 +158,13 @@ pub fn substitute(file: FileId, src: &str) -> Substituted {
     // The assertions whose `[` is replaced and whose `]{?` is still ahead: ([, ]).
     let mut open: Vec<(usize, usize)> = Vec::new();
     while i < bytes.len() {
+        if let Some((at, cite)) = citation(src, file, i) {
+            let end = at.end;
+            out.replace(src, copied, at, cite, Vec::new(), file);
+            copied = end;
+            i = end;
+            continue;
+        }
         if bytes[i] == b'[' {
             if let Some(close) = assertion_close(src, i) {
                 out.replace(src, copied, i..i + 1, Inline::AssertStart, Vec::new(), file);
@@ -240,6 +264,112 @@ impl Substituted {
             diags,
         });
     }
+}
+
+/// A citation starting at `at` (its `[` or its `@`): where it ends, and what it cites.
+fn citation(src: &str, file: FileId, at: usize) -> Option<(std::ops::Range<usize>, Inline)> {
+    match src.as_bytes()[at] {
+        b'[' => {
+            let (close, items) = bracketed_citation(src, file, at)?;
+            let cite = Inline::Cite {
+                items,
+                narrative: false,
+            };
+            Some((at..close + 1, cite))
+        }
+        b'@' => {
+            let item = narrative_citation(src, file, at)?;
+            let end = item.key_span.range.end;
+            let cite = Inline::Cite {
+                items: vec![item],
+                narrative: true,
+            };
+            Some((at..end, cite))
+        }
+        _ => None,
+    }
+}
+
+/// A citation key's characters (Pandoc's): letters, digits and `_`, with `:.#$%&-+?<>~/`
+/// inside; a key ends at the last letter, digit or `_`, so `@ba2016.` cites `ba2016`.
+fn key_len(s: &str) -> usize {
+    let inner = |c: char| c.is_alphanumeric() || "_:.#$%&-+?<>~/".contains(c);
+    let end = s.find(|c: char| !inner(c)).unwrap_or(s.len());
+    s[..end]
+        .trim_end_matches(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .len()
+}
+
+/// `@key` at `at`, cited narratively: the `@` starts a word (not `a@b`, not `{@ref}`) and a
+/// letter follows it.
+fn narrative_citation(src: &str, file: FileId, at: usize) -> Option<CiteItem> {
+    let before = src[..at].chars().next_back();
+    if before.is_some_and(|c| c.is_alphanumeric() || "{[@_\\/.:-`".contains(c)) {
+        return None;
+    }
+    let rest = &src[at + 1..];
+    if !rest.starts_with(|c: char| c.is_alphabetic()) {
+        return None;
+    }
+    let n = key_len(rest);
+    Some(CiteItem {
+        key: rest[..n].to_string(),
+        key_span: Span {
+            file,
+            range: at + 1..at + 1 + n,
+        },
+        locator: None,
+    })
+}
+
+/// If the `[` at `open` starts a bracketed citation `[@a; @b, locator]` (closed on its
+/// line, and not a link or an assertion's text), its `]` and its items.
+fn bracketed_citation(src: &str, file: FileId, open: usize) -> Option<(usize, Vec<CiteItem>)> {
+    if !src[open + 1..].trim_start_matches(' ').starts_with('@') {
+        return None;
+    }
+    let line_end = src[open..].find('\n').map_or(src.len(), |k| open + k);
+    let close = open + src[open..line_end].find(']')?;
+    if src[close + 1..].starts_with(['(', '[', '{']) {
+        return None;
+    }
+    let mut items = Vec::new();
+    let mut start = open + 1;
+    for part in src[open + 1..close].split(';') {
+        let lead = part.len() - part.trim_start().len();
+        let item = part.trim();
+        let at = start + lead;
+        start += part.len() + 1;
+        let rest = item.strip_prefix('@')?;
+        let n = key_len(rest);
+        if n == 0 {
+            return None;
+        }
+        let after = rest[n..].trim_start();
+        let locator = match after.strip_prefix(',') {
+            Some(l) if !l.trim().is_empty() => {
+                let l0 = at + 1 + n + (rest[n..].len() - after.len()) + 1;
+                let lead = l.len() - l.trim_start().len();
+                let text = l.trim().to_string();
+                let span = Span {
+                    file,
+                    range: l0 + lead..l0 + lead + text.len(),
+                };
+                Some((text, span))
+            }
+            None if after.is_empty() => None,
+            _ => return None,
+        };
+        items.push(CiteItem {
+            key: rest[..n].to_string(),
+            key_span: Span {
+                file,
+                range: at + 1..at + 1 + n,
+            },
+            locator,
+        });
+    }
+    Some((close, items))
 }
 
 /// If the `[` at `open` starts an asserted statement `[text]{? cond}`, the offset of its `]`:
@@ -550,5 +680,64 @@ mod tests {
         let cd = s.text.find("cd").unwrap();
         assert_eq!(s.to_src(cd), src.find("cd").unwrap());
         assert_eq!(s.restore(&s.text, src), src);
+    }
+
+    /// (narrative, [(key, locator)], the citation's source).
+    type Cites = Vec<(bool, Vec<(String, Option<String>)>, String)>;
+
+    fn cites(src: &str) -> Cites {
+        let s = substitute(0, src);
+        s.found
+            .iter()
+            .filter_map(|f| match &f.inline.node {
+                Inline::Cite { items, narrative } => Some((
+                    *narrative,
+                    items
+                        .iter()
+                        .map(|i| {
+                            assert_eq!(&src[i.key_span.range.clone()], i.key);
+                            if let Some((l, sp)) = &i.locator {
+                                assert_eq!(&src[sp.range.clone()], l);
+                            }
+                            (i.key.clone(), i.locator.as_ref().map(|l| l.0.clone()))
+                        })
+                        .collect(),
+                    src[f.inline.span.range.clone()].to_string(),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn citation_forms() {
+        let got = cites("As @vaswani2017 showed [@ba2016; @xiong2020, sec. 3.2].");
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(got[0].0 && got[0].1 == [("vaswani2017".into(), None)]);
+        assert_eq!(got[0].2, "@vaswani2017");
+        assert!(!got[1].0);
+        assert_eq!(
+            got[1].1,
+            [
+                ("ba2016".into(), None),
+                ("xiong2020".into(), Some("sec. 3.2".into()))
+            ]
+        );
+        assert_eq!(got[1].2, "[@ba2016; @xiong2020, sec. 3.2]");
+        // A sentence's full stop is not part of the key.
+        assert_eq!(cites("see @ba2016.")[0].1[0].0, "ba2016");
+        // Text before the key makes the brackets plain text around a narrative citation.
+        let got = cites("[see @x]");
+        assert!(got.len() == 1 && got[0].0 && got[0].2 == "@x", "{got:?}");
+        // Not citations: an address, a reference, a link, a bare `@`, an empty locator.
+        for src in [
+            "mail a@b.org",
+            "{@fig-loss}",
+            "[@x](https://x.org)",
+            "@ alone",
+            "[@x, ]",
+        ] {
+            assert!(cites(src).is_empty(), "{src}");
+        }
     }
 }

@@ -21,6 +21,10 @@
 //! heading id  = "{#" id "}"          at the end of a `##` or `###` heading (pulldown-cmark)
 //! reference   = "{@" id "}"          to a figure, table, equation or heading: "Figure 1.2",
 //!                                    "(1.3)", "Section 1.4"
+//! citation    = "[" "@" key ["," locator] *(";" "@" key ["," locator]) "]"   (Ba et al., 2016)
+//!             | "@" key             narrative, where a word starts: Ba et al. (2016)
+//! key         = a BibLaTeX key of `bibliography` (book.toml; `references.bib` by default)
+//! locator     = label SP value | page   e.g. `sec. 3.2`, `pp. 4-5`, `12` (cite.rs: LABELS)
 //! id          = [a-z0-9][a-z0-9_-]*
 //! tolerance   = number [ "%" ]       absolute, or relative to the recomputed value
 //! reason      = word                 e.g. `original`: quoted from the original chapter
@@ -38,7 +42,7 @@ pub mod numerals;
 
 pub use directive::{Block, Directive};
 pub use events::{Math, Node};
-pub use inline::{Inline, Tolerance};
+pub use inline::{CiteItem, Inline, Tolerance};
 
 use super::diag::{Diagnostic, FileId, Sources, Span};
 use crate::book::codes::Code;
@@ -68,6 +72,14 @@ pub struct BookConfig {
     /// Appendices after the chapters, lettered A, B, …: files relative to `book/`.
     #[serde(default)]
     pub appendices: Vec<toml::Spanned<String>>,
+    /// The bibliography (BibLaTeX or BibTeX), relative to `book/`; `references.bib` if
+    /// there is one.
+    #[serde(default)]
+    pub bibliography: Option<toml::Spanned<String>>,
+    /// The citation style: a CSL style by name (`apa`, the default; `chicago-author-date`,
+    /// `ieee`, …), or a `.csl` file relative to `book/`.
+    #[serde(default)]
+    pub csl: Option<toml::Spanned<String>>,
     /// Make every warning about the text (e.g. `unbound-number`) an error, as
     /// `--deny-warnings` does.
     #[serde(default)]
@@ -176,6 +188,8 @@ pub struct Book {
     pub root: PathBuf,
     pub config: BookConfig,
     pub chapters: Vec<Chapter>,
+    /// The works the chapters cite, if the book has a bibliography.
+    pub bibliography: Option<crate::book::cite::Bibliography>,
 }
 
 /// Reads `root/book/book.toml` and every chapter, collecting diagnostics.
@@ -222,10 +236,13 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
         return None;
     }
     let chapters = load_chapters(root, &config, file, sources, diags);
+    let bibliography = crate::book::cite::load(root, &config, file, sources, diags);
+    crate::book::cite::check(bibliography.as_ref(), &chapters, diags);
     Some(Book {
         root: root.to_path_buf(),
         config,
         chapters,
+        bibliography,
     })
 }
 

@@ -123,7 +123,8 @@ impl Renderer<'_> {
                 quoted_span: f.quoted_span,
             };
             let o = match &inl.node {
-                Inline::Label { .. } => InlineOut::default(),
+                // Formatted for the whole chapter at once: `Renderer::citations`.
+                Inline::Label { .. } | Inline::Cite { .. } => InlineOut::default(),
                 Inline::Ref { id } => self.reference(id, &ch.slug, &inl.span),
                 Inline::Insert { expr, expr_span } => {
                     let v = self.eval(expr, expr_span);

@@ -2,7 +2,7 @@
 //! checked on the way. All HTML comes from `templates/partials/` and `templates/tables/`.
 //!
 //! - `walk`: the walk over a chapter's nodes, into pulldown-cmark's HTML writer
-//! - `inlines`: claims, inserts and references (and the claim records)
+//! - `inlines`: claims, inserts, references and citations (and the claim records)
 //! - `numbering`: figure, table and equation numbers, and what references point to
 //! - `math`: KaTeX, with its cache
 //! - `listings`: included source and highlighted code blocks
@@ -104,6 +104,7 @@ struct Renderer<'a> {
     katex: &'a mut KatexCache,
     partials: html::Partials,
     anchors: numbering::Anchors,
+    bibliography: Option<&'a crate::book::cite::Bibliography>,
     claims: Vec<ClaimRecord>,
     diags: Vec<Diagnostic>,
 }
@@ -142,6 +143,7 @@ pub fn render(
         katex,
         partials: html::Partials::new(&book.root),
         anchors: numbering::anchors(&book.chapters),
+        bibliography: book.bibliography.as_ref(),
         claims: Vec::new(),
         diags: Vec::new(),
     };

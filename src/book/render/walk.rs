@@ -6,7 +6,7 @@ use super::numbering::{self, Number};
 use super::search::Search;
 use super::{Counts, RenderedChapter, Renderer, TocEntry};
 use crate::book::claims::ClaimKind;
-use crate::book::parse::{Chapter, Directive, Math, Node, Spanned};
+use crate::book::parse::{Chapter, Directive, Inline, Math, Node, Spanned};
 use minijinja::{context, Value};
 use pulldown_cmark::{Event, HeadingLevel, Tag, TagEnd};
 
@@ -16,7 +16,8 @@ const ANSWER_END: &str = "</div></details>\n";
 impl Renderer<'_> {
     /// Renders one chapter.
     pub(super) fn chapter(&mut self, ch: &Chapter) -> RenderedChapter {
-        let inlines = self.inlines(ch);
+        let mut inlines = self.inlines(ch);
+        let references = self.citations(ch, &mut inlines);
         let numbers = numbering::numbers(ch);
         let mut counts = Counts::default();
         let mut toc = Vec::new();
@@ -100,6 +101,10 @@ impl Renderer<'_> {
         if answer.is_some() {
             out.push(Event::Html(ANSWER_END.into()));
         }
+        if !references.is_empty() {
+            let html = self.reference_list(&references, &mut toc, &mut search);
+            out.push(Event::Html(html.into()));
+        }
         let mut html = String::new();
         pulldown_cmark::html::push_html(&mut html, out.into_iter());
         self.count_claims(ch, &mut counts);
@@ -154,6 +159,54 @@ impl Renderer<'_> {
             context! { level, id, number, inner, text => &text },
         );
         (Some(html), text)
+    }
+
+    /// The chapter's citations, put in `inlines`, and its reference list: (key, HTML) of
+    /// each work it cites.
+    fn citations(&mut self, ch: &Chapter, inlines: &mut [InlineOut]) -> Vec<(String, String)> {
+        let Some(bib) = self.bibliography else {
+            return Vec::new();
+        };
+        let cited = bib.chapter(ch);
+        for (n, c) in cited.cites.into_iter().enumerate() {
+            let Some((html, text)) = c else { continue };
+            let narrative = matches!(
+                &ch.inlines[n].node,
+                Inline::Cite {
+                    narrative: true,
+                    ..
+                }
+            );
+            let html = Value::from_safe_string(html);
+            inlines[n] = InlineOut {
+                html: self.html("partials/citation.html", context! { html, narrative }),
+                text,
+            };
+        }
+        cited.list
+    }
+
+    /// The chapter's reference list (`partials/references.html`), in its table of contents
+    /// and its search index as a section.
+    fn reference_list(
+        &mut self,
+        references: &[(String, String)],
+        toc: &mut Vec<TocEntry>,
+        search: &mut Search,
+    ) -> String {
+        toc.push(TocEntry {
+            level: 2,
+            id: "references".into(),
+            text: "References".into(),
+        });
+        search.section("References", "references");
+        let items: Vec<Value> = (references.iter())
+            .map(|(key, html)| {
+                search.push(&strip_tags(html));
+                context! { key, html }
+            })
+            .collect();
+        self.html("partials/references.html", context! { items })
     }
 
     /// The chapter's claims by kind, and its unbound numerals.
@@ -276,6 +329,24 @@ impl Renderer<'_> {
         pulldown_cmark::html::push_html(&mut html, events.into_iter());
         (html, search.finish("").remove(0).text)
     }
+}
+
+/// HTML without its tags, for the search index (the HTML is our own, from cite.rs).
+fn strip_tags(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => in_tag = false,
+            c if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
 }
 
 /// Whether a tag closes inline markup (no word break for search).
