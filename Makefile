@@ -8,7 +8,7 @@ FIGURES := 5
 # The models of the chapter's widget, in the order it lists them.
 MODELS := reference,noscale,softq,nomask
 
-.PHONY: site test check setup build bench crosscheck browser lint-workflows clean-site
+.PHONY: site test check setup build bench crosscheck browser textbook lint-workflows clean-site
 
 setup:
 	@scripts/setup-libtorch.sh
@@ -28,7 +28,8 @@ check: build
 # Unit and integration tests of every crate; this machine's numerics against the book's
 # fingerprint; a check of the real chapter with warnings denied (trains what the run cache
 # lacks); the site built from those runs: the widget's JavaScript model against the
-# engine's decodes under Node, then the site in headless Chromium; the workflows, linted.
+# engine's decodes under Node, then the site in headless Chromium; the fixture textbook
+# (three parts, one shared run) built and checked in Chromium too; the workflows, linted.
 test: build
 	$(CARGO) test --release --locked --workspace
 	$(BIN) numerics
@@ -37,6 +38,8 @@ test: build
 	node --test tests/node/
 	tests/browser/setup.sh
 	SITE=site FIGURES=$(FIGURES) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
+	scripts/build-textbook.sh
+	SITE=target/textbook/site node --test tests/browser/textbook.check.mjs
 	node tests/browser/lint-workflows.mjs .github/workflows/*.yml
 
 bench: build
@@ -54,6 +57,13 @@ crosscheck: site
 browser:
 	tests/browser/setup.sh
 	SITE=site FIGURES=$(FIGURES) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
+
+# The fixture textbook (tests/fixtures/textbook/) built into target/textbook/site and
+# checked in headless Chromium: navigation, reference previews, footnotes, answers, axe.
+textbook: build
+	tests/browser/setup.sh
+	scripts/build-textbook.sh
+	SITE=target/textbook/site node --test tests/browser/textbook.check.mjs
 
 lint-workflows:
 	tests/browser/setup.sh

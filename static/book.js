@@ -582,7 +582,7 @@
     s.top = "0px";
     s.bottom = "auto";
     s.transform = "none";
-    var v = ($(".claim-value", claim) || claim).getBoundingClientRect();
+    var v = ($(".claim-value, .xref", claim) || claim).getBoundingClientRect();
     var w = tip.offsetWidth;
     var h = tip.offsetHeight;
     var margin = 8;
@@ -603,15 +603,16 @@
     s.setProperty("--arrow-x", Math.round(Math.max(10, Math.min(cx - x, w - 10))) + "px");
   }
 
+  /* A claim, or a reference with its preview (.xref-box): both tips work alike. */
   function openClaims() {
-    return $$(".claim:hover, .claim:focus-within");
+    return $$(".claim:hover, .claim:focus-within, .xref-box:hover, .xref-box:focus-within");
   }
 
   function claimOf(node) {
-    return node && node.closest ? node.closest(".claim") : null;
+    return node && node.closest ? node.closest(".claim, .xref-box") : null;
   }
 
-  if (doc.querySelector(".claim")) {
+  if (doc.querySelector(".claim, .xref-box")) {
     var hovered = null;
     doc.addEventListener("mouseover", function (e) {
       var c = claimOf(e.target);
@@ -717,6 +718,33 @@
       });
       wrap.appendChild(b);
     });
+  }
+
+  /* Footnotes (partials/footnote.html): in the margin on wide screens, where they are
+   * always shown; on narrow ones a note opens and shuts in place under its button. A link
+   * to a later reference of the note (.fn-again) opens it too. */
+  var wideNotes = mq("(min-width: 1240px)");
+  function syncNotes() {
+    $$(".footnote").forEach(function (f) {
+      var open = wideNotes.matches || f.classList.contains("is-open");
+      $(".fn-ref", f).setAttribute("aria-expanded", open ? "true" : "false");
+    });
+  }
+  if (doc.querySelector(".footnote")) {
+    doc.addEventListener("click", function (e) {
+      var t = e.target.closest ? e.target : null;
+      var b = t && t.closest(".fn-ref");
+      var again = t && t.closest(".fn-again");
+      if (again) {
+        var f = doc.getElementById(again.getAttribute("href").slice(1));
+        if (f) f.classList.add("is-open");
+      } else if (b && !wideNotes.matches) {
+        b.parentElement.classList.toggle("is-open");
+      }
+      syncNotes();
+    });
+    onChange(wideNotes, syncNotes);
+    syncNotes();
   }
 
   /* A link to a run card (runs.html#run-noscale), or into one, opens it. */

@@ -242,13 +242,13 @@ fn small_book_builds_into_a_working_site() {
     assert!(bad.is_empty(), "{}", bad.join("\n"));
 
     let html = std::fs::read_to_string(site.join("chapter-1.html")).unwrap();
-    assert!(html.contains("<a class=\"xref\" href=\"#fig-loss\">Figure 1.1</a>"));
-    assert!(html.contains("<a class=\"xref\" href=\"#eq-softmax\">(1.1)</a>"));
+    assert!(has_xref(&html, "#fig-loss", "Figure 1.1"));
+    assert!(has_xref(&html, "#eq-softmax", "(1.1)"));
     assert!(
-        html.contains("<a class=\"xref\" href=\"#tab-md\">Table 1.1</a>"),
+        has_xref(&html, "#tab-md", "Table 1.1"),
         "a captioned markdown table is numbered in document order"
     );
-    assert!(html.contains("<a class=\"xref\" href=\"#tab-acc\">Table 1.3</a>"));
+    assert!(has_xref(&html, "#tab-acc", "Table 1.3"));
     snapshot(
         "math.html",
         fragment(
@@ -587,5 +587,56 @@ fn an_answer_is_hidden_until_opened() {
     assert!(
         !toc.contains("Answer"),
         "not in the table of contents: {toc}"
+    );
+}
+
+/// `answers = "end"` in book.toml moves each answer, still shut, to an "Answers" section at
+/// the end of its chapter, and leaves a link to it in its place.
+#[test]
+fn answers_can_be_collected_at_the_end_of_the_chapter() {
+    let chapter = format!(
+        "# T\n\n{TINY_RUN}\n\n## Exercises {{#sec-ex}}\n\nFirst?\n\n### Answer {{.answer}}\n\n\
+         One: [30]{{=tiny.config.train.steps}} steps.\n\n### Second\n\nSecond?\n\n\
+         ### Answer {{.answer #ans-two}}\n\nTwo, see {{@sec-ex}}.\n\n## After {{#sec-after}}\n\nText after.\n"
+    );
+    let p = Project::new(&chapter);
+    let toml = p.root().join("book/book.toml");
+    let mut t = std::fs::read_to_string(&toml).unwrap();
+    t.push_str("answers = \"end\"\n");
+    std::fs::write(&toml, t).unwrap();
+    let out = p.build();
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    assert_eq!(
+        out.counts.checked, 1,
+        "the claim in a moved answer is checked"
+    );
+    let html = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    let links: Vec<_> = html
+        .match_indices("<p class=\"answer-link\"><a href=\"#")
+        .collect();
+    assert_eq!(links.len(), 2, "a link where each answer was");
+    assert!(html.contains("href=\"#answer-1\"") && html.contains("href=\"#ans-two\""));
+    let after = html.find("<h2 id=\"sec-after\"").unwrap();
+    let answers = html.find("<h2 id=\"answers\"").expect("an Answers section");
+    assert!(
+        after < answers,
+        "the answers come after the chapter's last section"
+    );
+    let first = html
+        .find("<details class=\"answer\" id=\"answer-1\">")
+        .unwrap();
+    let second = html
+        .find("<details class=\"answer\" id=\"ans-two\">")
+        .unwrap();
+    assert!(answers < first && first < second, "in order, under Answers");
+    assert!(
+        html[first..second].contains("steps."),
+        "each answer keeps its text"
+    );
+    assert_eq!(html.matches("</div></details>").count(), 2);
+    assert!(links[1].0 < after, "the links stay in the exercises");
+    assert!(
+        html[links[0].0..links[1].0].contains("Second?"),
+        "the text between stays"
     );
 }

@@ -106,8 +106,8 @@ caption = "Sharpening."
     assert_eq!(out.counts.figures, 2);
     let site = p.root().join("site");
     let html = std::fs::read_to_string(site.join("chapter-1.html")).unwrap();
-    assert!(html.contains("<a class=\"xref\" href=\"#fig-block\">Figure 1.1</a>"));
-    assert!(html.contains("<a class=\"xref\" href=\"#fig-sharpening\">Figure 1.2</a>"));
+    assert!(has_xref(&html, "#fig-block", "Figure 1.1"));
+    assert!(has_xref(&html, "#fig-sharpening", "Figure 1.2"));
 
     let block = attr_after(
         &html,

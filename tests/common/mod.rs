@@ -176,3 +176,14 @@ pub fn engine_exe() -> PathBuf {
     );
     engine
 }
+
+/// Whether `html` holds a cross-reference to `href` that reads `label`
+/// (`<a class="xref" href="…" aria-describedby="…">label</a>`, from partials/xref.html).
+pub fn has_xref(html: &str, href: &str, label: &str) -> bool {
+    let open = format!("<a class=\"xref\" href=\"{href}\" aria-describedby=\"");
+    html.match_indices(&open).any(|(k, _)| {
+        let rest = &html[k + open.len()..];
+        rest.find("\">")
+            .is_some_and(|e| rest[e + 2..].starts_with(&format!("{label}</a>")))
+    })
+}

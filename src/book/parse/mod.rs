@@ -80,10 +80,24 @@ pub struct BookConfig {
     /// `ieee`, …), or a `.csl` file relative to `book/`.
     #[serde(default)]
     pub csl: Option<toml::Spanned<String>>,
+    /// Where answers to exercises (`### Answer {.answer}`) go: `"inline"` (the default),
+    /// shut where they are written; `"end"`, shut in an "Answers" section at the end of
+    /// their chapter, with a link in their place.
+    #[serde(default)]
+    pub answers: AnswerPlace,
     /// Make every warning about the text (e.g. `unbound-number`) an error, as
     /// `--deny-warnings` does.
     #[serde(default)]
     pub deny_warnings: bool,
+}
+
+/// Where answers go (`answers` in book.toml).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum AnswerPlace {
+    #[default]
+    Inline,
+    End,
 }
 
 fn default_language() -> String {

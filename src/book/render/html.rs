@@ -75,12 +75,12 @@ mod tests {
         let html = p
             .render(
                 "partials/xref.html",
-                context! { href => "page.html#x", label => "it's <1>" },
+                context! { n => 3, href => "page.html#x", label => "it's <1>", preview => "<p>" },
             )
             .unwrap();
         assert_eq!(
             html,
-            r#"<a class="xref" href="page.html#x">it&#39;s &lt;1&gt;</a>"#
+            r#"<span class="xref-box"><a class="xref" href="page.html#x" aria-describedby="xref-3-tip">it&#39;s &lt;1&gt;</a><span class="claim-tip xref-tip" role="tooltip" id="xref-3-tip">&lt;p&gt;</span></span>"#
         );
     }
 

@@ -433,7 +433,10 @@ impl Renderer<'_> {
         } else {
             format!("{page}#{id}")
         };
-        let html = self.html("partials/xref.html", context! { href, label });
+        self.xrefs += 1;
+        let n = self.xrefs;
+        let preview = format!("{PREVIEW_OPEN}{id}{PREVIEW_CLOSE}");
+        let html = self.html("partials/xref.html", context! { n, href, label, preview });
         InlineOut { html, text: label }
     }
 
@@ -521,4 +524,38 @@ impl Renderer<'_> {
 /// The words of an expression that could name runs: runs of letters, digits, `_` and `-`.
 fn words(expr: &str) -> impl Iterator<Item = &str> {
     expr.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
+}
+
+/// Where a reference's preview goes, until every target's preview is known:
+/// `U+E002 id U+E003` (private-use characters no source holds).
+const PREVIEW_OPEN: char = '\u{E002}';
+const PREVIEW_CLOSE: char = '\u{E003}';
+
+/// `html` with each reference's preview marker replaced by its target's label and preview.
+pub(super) fn fill_previews(
+    html: &str,
+    anchors: &super::numbering::Anchors,
+    previews: &std::collections::HashMap<String, String>,
+) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut rest = html;
+    while let Some(k) = rest.find(PREVIEW_OPEN) {
+        out.push_str(&rest[..k]);
+        let after = &rest[k + PREVIEW_OPEN.len_utf8()..];
+        let Some(e) = after.find(PREVIEW_CLOSE) else {
+            break;
+        };
+        let id = &after[..e];
+        let label = anchors.get(id).map_or("", |(l, _)| l.as_str());
+        out.push_str("<span class=\"xref-tip-label\">");
+        out.push_str(&super::escape(label));
+        out.push_str("</span>");
+        if let Some(p) = previews.get(id) {
+            out.push(' ');
+            out.push_str(p);
+        }
+        rest = &after[e + PREVIEW_CLOSE.len_utf8()..];
+    }
+    out.push_str(rest);
+    out
 }

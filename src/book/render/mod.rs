@@ -2,7 +2,9 @@
 //! checked on the way. All HTML comes from `templates/partials/` and `templates/tables/`.
 //!
 //! - `walk`: the walk over a chapter's nodes, into pulldown-cmark's HTML writer
+//! - `answers`: answers to exercises, shut, in place or collected at the chapter's end
 //! - `inlines`: claims, inserts, references and citations (and the claim records)
+//! - `notes`: footnotes, as margin notes at their references
 //! - `numbering`: figure, table and equation numbers, and what references point to
 //! - `math`: KaTeX, with its cache
 //! - `listings`: included source and highlighted code blocks
@@ -11,11 +13,13 @@
 //! - `search`: the search index, from the nodes' text
 //! - `html`: the partials' template environment
 
+mod answers;
 mod directives;
 mod html;
 mod inlines;
 mod listings;
 mod math;
+mod notes;
 mod numbering;
 mod search;
 mod tables;
@@ -104,12 +108,28 @@ struct Renderer<'a> {
     katex: &'a mut KatexCache,
     partials: html::Partials,
     anchors: numbering::Anchors,
+    /// What a reference's tooltip shows of its target, by id (escaped HTML): a figure's or
+    /// table's caption, an equation, the first words of a section.
+    previews: std::collections::HashMap<String, String>,
     bibliography: Option<&'a crate::book::cite::Bibliography>,
+    /// `answers = "end"` in book.toml: answers move to the end of their chapter.
+    answers_at_end: bool,
     claims: Vec<ClaimRecord>,
+    /// References rendered so far (each tooltip's id).
+    xrefs: usize,
     diags: Vec<Diagnostic>,
 }
 
 impl Renderer<'_> {
+    /// Records what a reference to `id` previews: `text` (plain), shortened to about
+    /// [`PREVIEW_CHARS`] characters.
+    fn preview(&mut self, id: &str, text: &str) {
+        if !id.is_empty() {
+            let html = escape(&shorten(text, PREVIEW_CHARS));
+            self.previews.insert(id.to_string(), html);
+        }
+    }
+
     /// A partial's HTML; a template that fails is reported, and renders as nothing.
     fn html(&mut self, name: &str, ctx: minijinja::Value) -> String {
         match self.partials.render(name, ctx) {
@@ -124,6 +144,33 @@ impl Renderer<'_> {
             }
         }
     }
+}
+
+/// How much of its target a reference's preview shows.
+const PREVIEW_CHARS: usize = 240;
+
+/// `text` with its whitespace collapsed, cut at a word to about `max` characters, "…" added.
+fn shorten(text: &str, max: usize) -> String {
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let mut out = String::new();
+    for w in words {
+        if out.len() + w.len() > max {
+            out.push('…');
+            return out;
+        }
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(w);
+    }
+    out
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 /// Renders every chapter of the book, checking its claims against `results`.
@@ -143,11 +190,18 @@ pub fn render(
         katex,
         partials: html::Partials::new(&book.root),
         anchors: numbering::anchors(&book.chapters),
+        previews: std::collections::HashMap::new(),
         bibliography: book.bibliography.as_ref(),
+        answers_at_end: book.config.answers == crate::book::parse::AnswerPlace::End,
         claims: Vec::new(),
+        xrefs: 0,
         diags: Vec::new(),
     };
-    let chapters: Vec<RenderedChapter> = book.chapters.iter().map(|ch| r.chapter(ch)).collect();
+    let mut chapters: Vec<RenderedChapter> = book.chapters.iter().map(|ch| r.chapter(ch)).collect();
+    // A reference's preview may come from a later chapter: put them in once all are known.
+    for c in &mut chapters {
+        c.html = inlines::fill_previews(&c.html, &r.anchors, &r.previews);
+    }
     let mut counts = Counts::default();
     for c in &chapters {
         counts += c.counts;

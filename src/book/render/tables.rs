@@ -34,6 +34,7 @@ impl Renderer<'_> {
             .map(|n| n.label.as_str())
             .unwrap_or_default();
         let id = cap.id.as_deref().unwrap_or_default();
+        self.preview(id, &caption_text);
         (self.wrap_table(id, label, caption.trim(), &body), cap.end)
     }
 }

@@ -1,6 +1,7 @@
 //! The walk over a chapter's nodes: prose goes to pulldown-cmark's HTML writer as it is,
 //! every other node becomes the HTML of its partial, and the search text is collected.
 
+use super::answers::Answers;
 use super::inlines::InlineOut;
 use super::numbering::{self, Number};
 use super::search::Search;
@@ -9,9 +10,6 @@ use crate::book::claims::ClaimKind;
 use crate::book::parse::{Chapter, Directive, Inline, Math, Node, Spanned};
 use minijinja::{context, Value};
 use pulldown_cmark::{Event, HeadingLevel, Tag, TagEnd};
-
-/// Closes an answer's `<details>` (opened by `templates/partials/answer.html`).
-const ANSWER_END: &str = "</div></details>\n";
 
 impl Renderer<'_> {
     /// Renders one chapter.
@@ -24,18 +22,21 @@ impl Renderer<'_> {
         let mut title = ch.title.clone();
         let mut search = Search::new(&ch.slug);
         let mut out: Vec<Event<'static>> = Vec::with_capacity(ch.nodes.len());
-        let number = |i: usize| {
-            numbers
-                .get(&i)
-                .map(|n: &Number| n.label.clone())
-                .unwrap_or_default()
-        };
-        // An open answer (`### Answer {.answer}`): it holds everything up to the next heading
-        // of its level or above.
-        let mut answer: Option<u8> = None;
+        let mut answers = Answers::default();
+        let mut notes = self.footnotes(ch, &inlines, &mut search);
         let mut i = 0;
         while i < ch.nodes.len() {
+            if let Some(next) = notes.skip(i) {
+                i = next;
+                continue;
+            }
             let html = match &ch.nodes[i] {
+                Node::Md(Event::FootnoteReference(label)) => {
+                    let html = self.footnote_ref(&mut notes, label);
+                    out.push(Event::InlineHtml(html.into()));
+                    i += 1;
+                    continue;
+                }
                 Node::Md(Event::Start(Tag::Heading {
                     level, id, classes, ..
                 })) => {
@@ -43,22 +44,22 @@ impl Renderer<'_> {
                         .iter()
                         .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Heading(_)))))
                         .unwrap_or(0);
-                    let nodes = &ch.nodes[i + 1..end];
+                    let inner = &ch.nodes[i + 1..end];
                     let section = numbers.get(&i).map_or("", |n| n.label.as_str());
                     i = end + 1;
-                    if answer.is_some_and(|open| *level as u8 <= open) {
-                        out.push(Event::Html(ANSWER_END.into()));
-                        answer = None;
-                    }
-                    if classes.iter().any(|c| &**c == "answer") && answer.is_none() {
-                        answer = Some(*level as u8);
-                        let html = self.answer(id.as_deref(), nodes, &inlines, &mut search);
-                        out.push(Event::Html(html.into()));
+                    answers.heading(*level as u8, &mut out);
+                    if classes.iter().any(|c| &**c == "answer") && !answers.is_open() {
+                        let id = id.as_ref().map_or_else(
+                            || format!("answer-{}", answers.count() + 1),
+                            ToString::to_string,
+                        );
+                        let html = self.answer(&id, inner, &inlines, &mut search);
+                        answers.open(*level as u8, id, html, &mut out);
                         continue;
                     }
                     let (html, text) = self.heading(
                         (*level, id.as_deref(), section),
-                        nodes,
+                        (inner, &ch.nodes[i..]),
                         &inlines,
                         &mut toc,
                         &mut search,
@@ -81,7 +82,8 @@ impl Renderer<'_> {
                     self.code_block(lang, body)
                 }
                 Node::Directive(d) => {
-                    self.directive(d, &number(i), &inlines, &mut counts, &mut search)
+                    let number = numbers.get(&i).map_or("", |n: &Number| n.label.as_str());
+                    self.directive(d, number, &inlines, &mut counts, &mut search)
                 }
                 Node::Broken => String::new(),
                 Node::Math(m) if m.display => {
@@ -98,13 +100,7 @@ impl Renderer<'_> {
             out.push(Event::Html(html.into()));
             i += 1;
         }
-        if answer.is_some() {
-            out.push(Event::Html(ANSWER_END.into()));
-        }
-        if !references.is_empty() {
-            let html = self.reference_list(&references, &mut toc, &mut search);
-            out.push(Event::Html(html.into()));
-        }
+        self.chapter_end(answers, &references, &mut out, &mut toc, &mut search);
         let mut html = String::new();
         pulldown_cmark::html::push_html(&mut html, out.into_iter());
         self.count_claims(ch, &mut counts);
@@ -121,10 +117,11 @@ impl Renderer<'_> {
 
     /// A heading's HTML, with its entry in the table of contents and the search index, and
     /// its text (with its section number, if it has one); the page's `#` title has no HTML.
+    /// A heading with an id previews as its text and the first words `after` it.
     fn heading(
         &mut self,
         (level, id, number): (HeadingLevel, Option<&str>, &str),
-        nodes: &[Node],
+        (nodes, after): (&[Node], &[Node]),
         inlines: &[InlineOut],
         toc: &mut Vec<TocEntry>,
         search: &mut Search,
@@ -133,6 +130,11 @@ impl Renderer<'_> {
         let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
         if level == HeadingLevel::H1 {
             return (None, text);
+        }
+        if let Some(id) = id {
+            let first = self.section_preview(after, inlines);
+            let preview = format!("{}. {first}", super::escape(&text));
+            self.previews.insert(id.to_string(), preview);
         }
         let id = id.map_or_else(|| format!("sec-{}", slugify(&text)), ToString::to_string);
         let text = if number.is_empty() {
@@ -186,6 +188,35 @@ impl Renderer<'_> {
         cited.list
     }
 
+    /// What ends a chapter: its answers, if book.toml collects them there, then its
+    /// reference list.
+    fn chapter_end(
+        &mut self,
+        mut answers: Answers,
+        references: &[(String, String)],
+        out: &mut Vec<Event<'static>>,
+        toc: &mut Vec<TocEntry>,
+        search: &mut Search,
+    ) {
+        answers.close(out);
+        if self.answers_at_end && answers.count() > 0 {
+            let link = |id: &str| self.html("partials/answer-link.html", context! { id });
+            let moved = answers.collect(out, link);
+            toc.push(TocEntry {
+                level: 2,
+                id: "answers".into(),
+                text: "Answers".into(),
+            });
+            let heading = self.html("partials/answers.html", context! {});
+            out.push(Event::Html(heading.into()));
+            out.extend(moved);
+        }
+        if !references.is_empty() {
+            let html = self.reference_list(references, toc, search);
+            out.push(Event::Html(html.into()));
+        }
+    }
+
     /// The chapter's reference list (`partials/references.html`), in its table of contents
     /// and its search index as a section.
     fn reference_list(
@@ -209,6 +240,50 @@ impl Renderer<'_> {
         self.html("partials/references.html", context! { items })
     }
 
+    /// The first words of the section whose heading ends before `nodes` start, as HTML:
+    /// its text (formulas typeset) up to the next heading, as far as a preview shows.
+    fn section_preview(&mut self, nodes: &[Node], inlines: &[InlineOut]) -> String {
+        let mut out = String::new();
+        let mut shown = 0;
+        for node in nodes {
+            if shown > super::PREVIEW_CHARS {
+                out.push('…');
+                break;
+            }
+            let text = match node {
+                // A heading ends the section; a table ends what a preview shows of it.
+                Node::Md(Event::Start(Tag::Heading { .. })) => break,
+                Node::Md(Event::Start(Tag::Table(_))) => {
+                    out.push('…');
+                    break;
+                }
+                Node::Md(Event::Text(t) | Event::Code(t)) => t.to_string(),
+                Node::Md(Event::SoftBreak | Event::HardBreak | Event::End(_)) => " ".into(),
+                Node::Inline(k) => inlines[*k].text.clone(),
+                Node::Math(m) if !m.display => {
+                    shown += m.tex.len() / 2;
+                    out.push_str(&self.math(m));
+                    continue;
+                }
+                _ => continue,
+            };
+            let room = (super::PREVIEW_CHARS + 1).saturating_sub(shown);
+            let cut = super::shorten(&text, room.max(1));
+            shown += cut.len();
+            if text.starts_with(char::is_whitespace) {
+                out.push(' ');
+            }
+            out.push_str(&super::escape(&cut));
+            if cut.ends_with('…') {
+                break;
+            }
+            if text.ends_with(char::is_whitespace) {
+                out.push(' ');
+            }
+        }
+        out.split_whitespace().collect::<Vec<_>>().join(" ")
+    }
+
     /// The chapter's claims by kind, and its unbound numerals.
     fn count_claims(&self, ch: &Chapter, counts: &mut Counts) {
         let file = self.sources.display_path(ch.file);
@@ -226,7 +301,7 @@ impl Renderer<'_> {
     /// contents; its text is searchable.
     fn answer(
         &mut self,
-        id: Option<&str>,
+        id: &str,
         nodes: &[Node],
         inlines: &[InlineOut],
         search: &mut Search,
@@ -260,12 +335,14 @@ impl Renderer<'_> {
                 counts.figures += 1;
                 let (caption, text) = self.caption(&b.caption, inlines);
                 search.push(&text);
+                self.preview(&b.id, &text);
                 self.figure(b, number, &caption, &d.span)
             }
             Directive::Table(b) => {
                 counts.tables += 1;
                 let (caption, text) = self.caption(&b.caption, inlines);
                 search.push(&text);
+                self.preview(&b.id, &text);
                 self.table(b, number, &caption, &d.span)
             }
         }
@@ -273,8 +350,12 @@ impl Renderer<'_> {
 
     /// A display formula with its number: `partials/equation.html`.
     fn equation(&mut self, m: &Math, number: Option<&Number>) -> String {
-        let math = Value::from_safe_string(self.math(m));
+        let math = self.math(m);
         let id = number.and_then(|n| n.id.as_deref()).unwrap_or_default();
+        if !id.is_empty() {
+            self.previews.insert(id.to_string(), math.clone());
+        }
+        let math = Value::from_safe_string(math);
         let label = number.map(|n| n.label.as_str()).unwrap_or_default();
         self.html("partials/equation.html", context! { id, math, label })
     }

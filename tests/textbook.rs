@@ -1,0 +1,120 @@
+//! The fixture textbook (`tests/fixtures/textbook/`): two chapters and an appendix that
+//! share one run, with references across pages, citations, footnotes and an answer. Its
+//! browser checks are `tests/browser/textbook.check.mjs`.
+
+mod common;
+use common::*;
+
+/// The textbook as a project: its `book/` files over a fresh fixture project.
+fn textbook() -> Project {
+    let p = Project::new("# unused\n");
+    let book = p.root().join("book");
+    std::fs::remove_file(book.join("chapter.md")).unwrap();
+    for e in std::fs::read_dir(repo().join("tests/fixtures/textbook/book")).unwrap() {
+        let path = e.unwrap().path();
+        std::fs::copy(&path, book.join(path.file_name().unwrap())).unwrap();
+    }
+    p
+}
+
+fn page(p: &Project, name: &str) -> String {
+    std::fs::read_to_string(p.root().join("site").join(name)).unwrap()
+}
+
+#[test]
+fn the_textbook_builds_with_one_run_for_three_parts() {
+    let p = textbook();
+    let t = std::time::Instant::now();
+    let out = revtx_book::book::build(&p.options(true));
+    println!(
+        "fixture textbook: cold build (one tiny run) in {:.2?}",
+        t.elapsed()
+    );
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    assert!(
+        located(&out).is_empty(),
+        "warnings are denied: {:?}",
+        located(&out)
+    );
+    let ran: Vec<_> = runs_of(&out)
+        .into_iter()
+        .filter(|l| l.contains("ran"))
+        .collect();
+    assert_eq!(
+        ran.len(),
+        1,
+        "the shared run trains once: {:?}",
+        runs_of(&out)
+    );
+    assert_eq!(out.chapters.len(), 3);
+
+    let t = std::time::Instant::now();
+    let again = revtx_book::book::build(&p.options(true));
+    println!("fixture textbook: warm build in {:.2?}", t.elapsed());
+    assert_eq!(again.errors(), 0);
+    assert!(
+        runs_of(&again).iter().all(|l| !l.contains("ran")),
+        "{:?}",
+        runs_of(&again)
+    );
+
+    let (one, two, a) = (
+        page(&p, "chapter-1.html"),
+        page(&p, "chapter-2.html"),
+        page(&p, "appendix-a.html"),
+    );
+    // Numbers by place, references across pages, each with a preview of its target.
+    assert!(
+        one.contains("Figure 1.1"),
+        "chapter 1 numbers its figure 1.1"
+    );
+    assert!(
+        two.contains(r#"<a class="xref" href="chapter-1.html#fig-tiny-loss""#),
+        "chapter 2 links to chapter 1's figure"
+    );
+    let preview = two
+        .split(r#"href="chapter-1.html#fig-tiny-loss""#)
+        .nth(1)
+        .and_then(|s| s.split("</span></span>").next())
+        .unwrap();
+    assert!(
+        preview.contains("Figure 1.1") && preview.contains("training loss"),
+        "the preview holds the caption: {preview}"
+    );
+    assert!(a.contains(">Section 2.1</a>") && a.contains(r#"href="chapter-2.html#sec-again""#));
+    assert!(
+        a.contains(">(2.1)</a>"),
+        "the appendix refers to chapter 2's equation"
+    );
+    assert!(a.contains("A.1"), "the appendix numbers its sections A.1");
+
+    // Citations: narrative, with a locator, grouped; each chapter lists what it cites.
+    assert!(
+        one.contains("Writer &amp; Reader (2001)"),
+        "narrative citation"
+    );
+    assert!(one.contains("Section 3.2"), "a locator");
+    assert!(two.contains("Other, 2010, pp. 4–5"), "a page locator");
+    let entries = |html: &str| html.matches(r#"<li id="ref-"#).count();
+    assert_eq!(entries(&one), 1, "chapter 1 cites one work");
+    assert_eq!(entries(&two), 2, "chapter 2 cites two");
+    assert!(one.contains(r#"href="https://doi.org/10.5555/fixture.2001""#));
+
+    // Footnotes at their references, numbered per page, with checked figures inside.
+    for html in [&one, &two, &a] {
+        assert_eq!(html.matches(r#"class="fn-note""#).count(), 1);
+        assert!(html.contains(r#"aria-label="Note 1""#));
+    }
+    let note = one.split(r#"class="fn-note""#).nth(1).unwrap();
+    let note = &note[..note.find("</span></span>").unwrap()];
+    assert!(
+        note.contains("claim claim-ok"),
+        "a claim inside a footnote: {note}"
+    );
+
+    // The answer: shut, with a claim and a reference inside.
+    let answer = one.split(r#"<details class="answer""#).nth(1).unwrap();
+    let answer = &answer[..answer.find("</details>").unwrap()];
+    assert!(answer.contains("claim-ok") && answer.contains("claim-assert"));
+    assert!(answer.contains(r#"class="xref""#));
+}
