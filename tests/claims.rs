@@ -210,9 +210,9 @@ fn sections_are_numbered_and_referenced() {
         r##"<a class="xref" href="#sec-b-sub" aria-describedby="xref-2-tip">Section 1.2</a>"##,
         r##"<a class="xref" href="#sec-refs" aria-describedby="xref-3-tip">“Sources”</a>"##,
         // Each reference previews its target: the label, the heading, its first words.
-        r##"id="xref-1-tip"><span class="xref-tip-label">Section 1.2</span> Beta. </span>"##,
-        r##"id="xref-2-tip"><span class="xref-tip-label">Section 1.2</span> Sub. </span>"##,
-        r##"id="xref-3-tip"><span class="xref-tip-label">“Sources”</span> Sources. </span>"##,
+        r#"id="xref-1-tip"><span class="xref-tip-label">Section 1.2</span> Beta. </span>"#,
+        r#"id="xref-2-tip"><span class="xref-tip-label">Section 1.2</span> Sub. </span>"#,
+        r#"id="xref-3-tip"><span class="xref-tip-label">“Sources”</span> Sources. </span>"#,
     ] {
         assert!(html.contains(want), "{want} not in\n{html}");
     }
