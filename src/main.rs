@@ -20,7 +20,7 @@ use cmd::Common;
 #[command(
     name = "revtx-book",
     version,
-    about = "Publishes an executable textbook chapter whose quoted figures are recomputed and checked"
+    about = "Publishes an executable textbook whose quoted figures are recomputed and checked"
 )]
 struct Cli {
     #[command(subcommand)]

@@ -118,3 +118,29 @@ fn the_textbook_builds_with_one_run_for_three_parts() {
     assert!(answer.contains("claim-ok") && answer.contains("claim-assert"));
     assert!(answer.contains(r#"class="xref""#));
 }
+
+/// `plan` covers the whole book: the run two chapters and the appendix use is one job, and
+/// once trained it is cached for all of them.
+#[test]
+fn the_plan_covers_every_part_of_the_book() {
+    let p = textbook();
+    let plan = |p: &Project| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_revtx-book"))
+            .args(["plan", "--root"])
+            .arg(p.root())
+            .arg("--cache")
+            .arg(p.root().join(".revtx-cache"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let before = plan(&p);
+    let rows: Vec<&str> = before.lines().filter(|l| l.starts_with("tiny ")).collect();
+    assert_eq!(rows.len(), 1, "one job for the shared run:\n{before}");
+    assert!(rows[0].contains(" no "), "not cached yet: {}", rows[0]);
+    assert_eq!(revtx_book::book::build(&p.options(true)).errors(), 0);
+    let after = plan(&p);
+    let row = after.lines().find(|l| l.starts_with("tiny ")).unwrap();
+    assert!(row.contains(" yes "), "cached for the whole book: {row}");
+}
