@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The warm path, timed side by side: two revtx-book binaries, in alternating rounds.
 
-    scripts/bench-warm.py OLD_BIN NEW_BIN [--root .] [--rounds 5] [--reloads 5] [--json FILE]
+    scripts/bench-warm.py OLD_BIN NEW_BIN [--root .] [--old-root DIR] [--rounds 5]
+                          [--reloads 5] [--json FILE]
 
 For each binary:
   build   wall time of `build --offline --quiet` on a warm cache and an existing site
@@ -9,6 +10,8 @@ For each binary:
   reload  `serve --offline`: the time from touching book/<first chapter> to the served
           build number (/__revtx/version) going up, i.e. the watcher's debounce, the
           rebuild and the write, as the browser's poll would see it.
+--old-root gives the old binary its own tree (a worktree of an older commit, whose book
+the old binary can read); both default to --root.
 Rounds alternate the binaries so that a busy machine slows both alike. Prints medians and
 min–max, and with --json writes them with the machine, the commit and the date.
 """
@@ -101,31 +104,34 @@ def main():
     ap.add_argument("old")
     ap.add_argument("new")
     ap.add_argument("--root", default=".")
+    ap.add_argument("--old-root")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reloads", type=int, default=5)
     ap.add_argument("--json")
     a = ap.parse_args()
     root = os.path.abspath(a.root)
-    chapter = first_chapter(root)
+    roots = {"old": os.path.abspath(a.old_root or a.root), "new": root}
     bins = {"old": os.path.abspath(a.old), "new": os.path.abspath(a.new)}
     builds = {k: [] for k in bins}
     reload = {k: [] for k in bins}
     for k, b in bins.items():  # warm the page cache and the site once
-        build_once(b, root)
+        build_once(b, roots[k])
     for r in range(a.rounds):
         for k, b in (bins.items() if r % 2 == 0 else reversed(list(bins.items()))):
-            builds[k].append(build_once(b, root))
+            builds[k].append(build_once(b, roots[k]))
     for r in range(max(1, a.rounds // 2)):
         for k, b in (bins.items() if r % 2 == 0 else reversed(list(bins.items()))):
-            reload[k].extend(reloads(b, root, chapter, a.reloads))
-    commit = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
+            reload[k].extend(reloads(b, roots[k], first_chapter(roots[k]), a.reloads))
+    rev = lambda d: subprocess.run(["git", "-C", d, "rev-parse", "--short", "HEAD"],
+                                   capture_output=True, text=True).stdout.strip()
+    commit = rev(root)
     record = {
         "what": "warm `build --offline --quiet` and `serve` reload, side by side",
         "machine": f"{cpu()}, {os.cpu_count()} cores",
         "commit": commit,
         "date": time.strftime("%Y-%m-%d"),
         "binaries": bins,
+        "commits": {k: rev(d) for k, d in roots.items()},
         "build": {k: summary(v) for k, v in builds.items()},
         "reload": {k: summary(v) for k, v in reload.items()},
     }

@@ -132,7 +132,11 @@ fn the_plan_covers_every_part_of_the_book() {
             .arg(p.root().join(".revtx-cache"))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap()
     };
     let before = plan(&p);
