@@ -5,6 +5,8 @@ CARGO ?= cargo
 BIN := target/release/revtx-book
 # Figures the chapter draws (loss, block diagram, sharpening, attention, faults).
 FIGURES := 5
+# The chapter's exercises, each with an answer shut until the reader opens it.
+ANSWERS := 5
 # The models of the chapter's widget, in the order it lists them.
 MODELS := reference,noscale,softq,nomask
 
@@ -37,7 +39,7 @@ test: build
 	$(BIN) build --offline --quiet --deny-warnings
 	node --test tests/node/
 	tests/browser/setup.sh
-	SITE=site FIGURES=$(FIGURES) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
+	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
 	scripts/build-textbook.sh
 	SITE=target/textbook/site node --test tests/browser/textbook.check.mjs
 	node tests/browser/lint-workflows.mjs .github/workflows/*.yml
@@ -56,7 +58,7 @@ crosscheck: site
 # site/ served under a sub-path; screenshots go to tests/artifacts/.
 browser:
 	tests/browser/setup.sh
-	SITE=site FIGURES=$(FIGURES) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
+	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
 
 # The fixture textbook (tests/fixtures/textbook/) built into target/textbook/site and
 # checked in headless Chromium: navigation, reference previews, footnotes, answers, axe.

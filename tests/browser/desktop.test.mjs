@@ -1,10 +1,10 @@
-// The chapter at 1280 px: math, figures, contents, theme, search, tooltips, axe.
+// The chapter at 1280 px: math, figures, contents, theme, search, tooltips, answers, axe.
 // Part of the browser test of the built site (tests/browser/harness.mjs says how it runs).
 
 import { test } from "node:test";
 import { browserSuite, CHECK_TIMEOUT_MS, checked, CHECKS, DESKTOP, fail, oneLine, opts } from "./harness.mjs";
 
-await browserSuite(async ({ BASE, CHAPTER, chapterPage, pages, newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, axeCheck, claimsFor }) => {
+await browserSuite(async ({ BASE, CHAPTER, chapterPage, pages, newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, axeCheck, answersCheck, claimsFor }) => {
   const ctx = await newContext();
   const page = await open(ctx, CHAPTER);
 
@@ -235,6 +235,8 @@ await browserSuite(async ({ BASE, CHAPTER, chapterPage, pages, newContext, open,
     await page.mouse.move(0, DESKTOP.height - 1);
     return `${n} quoted figures; the first shows "${oneLine(box.text).slice(0, 80)}" inside the window, Escape hides it`;
   }));
+
+  test(CHECKS[18], { timeout: CHECK_TIMEOUT_MS }, checked(() => answersCheck(ctx, DESKTOP.width)));
 
   test(CHECKS[11], checked(() => axeCheck(ctx)));
 

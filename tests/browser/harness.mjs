@@ -9,6 +9,8 @@
 //            that prefix is a 404, so a root-relative link or asset fails a check.
 // FIGURES    the chapter page must have exactly this many `figure.plot` figures
 //            (default: at least 1).
+// ANSWERS    the chapter page must have exactly this many answers (`details.answer`), each
+//            shut until opened (default: at least 1).
 // MODELS     the chapter page must have the reader's widget, and its manifest exactly
 //            these models (comma-separated run ids, in order).
 // PAGE       the chapter page to check in depth (default: the first chapter-*.html).
@@ -58,6 +60,8 @@ export const CHECKS = [
   "no failed or off-machine requests, no console errors",
   "widget: the trained models run in the page (tests/browser/widget.mjs)",
   "runs table fits the column or scrolls in its own box (1280 and 390 px)",
+  "answers are shut until opened, from the keyboard and by a link (1280 px)",
+  "answers are shut until opened, from the keyboard and by a link (390 px)",
 ];
 
 
@@ -73,6 +77,7 @@ export const opts = (() => {
   const o = {
     site: path.resolve(env.SITE || "site"),
     figures: null,
+    answers: null,
     models: null,
     page: env.PAGE || null,
     artifacts: path.resolve(env.ARTIFACTS || path.join(REPO, "tests", "artifacts")),
@@ -82,6 +87,11 @@ export const opts = (() => {
     const n = Number(env.FIGURES);
     if (!Number.isInteger(n) || n < 0) throw new Error(`FIGURES=${env.FIGURES}: want a whole number`);
     o.figures = n;
+  }
+  if (env.ANSWERS) {
+    const n = Number(env.ANSWERS);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`ANSWERS=${env.ANSWERS}: want a whole number, at least 1`);
+    o.answers = n;
   }
   if (env.MODELS) {
     o.models = env.MODELS.split(",").map((m) => m.trim()).filter(Boolean);
@@ -429,6 +439,56 @@ export async function start() {
     return violations.length ? ["minor/moderate only:", ...axeReport(violations)] : "no violations";
   }
 
+  /** The chapter's answers in a context of some width: all shut at first; Enter on a
+   * summary opens it (its body visible and inside the window) and Enter again shuts it;
+   * a link to an element inside a shut answer opens that answer. */
+  async function answersCheck(ctx, width) {
+    const page = await open(ctx, CHAPTER);
+    try {
+      const state = () =>
+        page.evaluate(() =>
+          Array.from(document.querySelectorAll("details.answer"), (d) => {
+            const body = d.querySelector(".answer-body");
+            const r = body.getBoundingClientRect();
+            return { id: d.id, open: d.open, visible: body.checkVisibility(), left: r.left, right: r.right, inner: body.querySelector("[id^='tab-'], [id^='fig-'], [id^='eq-']")?.id || null };
+          })
+        );
+      const first = await state();
+      const want = opts.answers;
+      if (want !== null ? first.length !== want : first.length < 1) {
+        fail(`${first.length} answers on ${chapterPage}, want ${want ?? "at least 1"}`);
+      }
+      const shown = first.filter((a) => a.open || a.visible);
+      if (shown.length) fail(`${shown.length} answers show before they are opened: ${shown.map((a) => a.id).join(", ")}`);
+      for (let k = 0; k < first.length; k++) {
+        const summary = page.locator("details.answer > summary").nth(k);
+        await summary.focus();
+        await page.keyboard.press("Enter");
+        const a = (await state())[k];
+        if (!a.open || !a.visible) fail(`Enter on answer ${a.id}'s summary does not open it`);
+        if (a.left < 0 || a.right > width + 1) fail(`answer ${a.id} does not fit the ${width}px window (${Math.round(a.left)}..${Math.round(a.right)})`);
+        await page.keyboard.press("Enter");
+        const b = (await state())[k];
+        if (b.open || b.visible) fail(`Enter again does not shut answer ${a.id}`);
+      }
+      // A link into a shut answer opens it.
+      const target = first.find((a) => a.inner);
+      let linked = "no answer holds an element with an id";
+      if (target) {
+        await page.evaluate((id) => {
+          location.hash = id;
+        }, target.inner);
+        await page.waitForTimeout(300);
+        const after = (await state()).find((a) => a.id === target.id);
+        if (!after.open) fail(`a link to #${target.inner} leaves answer ${target.id} shut`);
+        linked = `#${target.inner} opens ${target.id}`;
+      }
+      return `${first.length} answers shut; Enter opens and shuts each; ${linked}`;
+    } finally {
+      await page.close();
+    }
+  }
+
   const pageInfo = new Map(); // page path -> {ids, links}, filled by the pages check
 
   /** The requests and console of this file's checks: none failed, none left the machine. */
@@ -456,7 +516,7 @@ export async function start() {
 
   return {
     BASE, CHAPTER, ORIGIN, chapterPage, pages, pageInfo, axeSource, events, isNetwork, isOurs,
-    newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, runAxe, axeCheck, claimsFor,
+    newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, runAxe, axeCheck, answersCheck, claimsFor,
     audit, close,
   };
 }

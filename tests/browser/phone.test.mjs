@@ -1,5 +1,6 @@
 // The chapter at 390 px (and the screenshots): contents panel, no sideways scrolling,
-// boxes that fit or scroll, anchors below the sticky header; the runs table at both widths.
+// boxes that fit or scroll, anchors below the sticky header, answers; the runs table at
+// both widths.
 // Part of the browser test of the built site (tests/browser/harness.mjs says how it runs).
 
 import { test } from "node:test";
@@ -7,11 +8,13 @@ import fs from "node:fs";
 import path from "node:path";
 import { browserSuite, CHECK_TIMEOUT_MS, checked, CHECKS, fail, opts, PHONE } from "./harness.mjs";
 
-await browserSuite(async ({ BASE, CHAPTER, newContext, open, settled, scrollSettled, headingPlacement, nearTop }) => {
+await browserSuite(async ({ BASE, CHAPTER, newContext, open, settled, scrollSettled, headingPlacement, nearTop, answersCheck }) => {
   const ctx = await newContext();
   const page = await open(ctx, CHAPTER);
   const phone = await newContext({ viewport: PHONE, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
   const ppage = await open(phone, CHAPTER);
+
+  test(CHECKS[19], { timeout: CHECK_TIMEOUT_MS }, checked(() => answersCheck(phone, PHONE.width)));
 
   test(CHECKS[4], { timeout: CHECK_TIMEOUT_MS }, checked(async () => {
     const toc = ppage.locator("nav#toc");
