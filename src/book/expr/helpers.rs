@@ -56,6 +56,15 @@ pub fn max(xs: Vec<Value>) -> Result<f64, Error> {
         .fold(f64::NEG_INFINITY, f64::max))
 }
 
+/// `rises(xs)`: how many times a list of numbers goes up from one element to the next;
+/// `rises(xs, 2)`: how many times it more than doubles. A loss that "does not fall
+/// steadily" rises more than once; one step up could be noise.
+pub fn rises(xs: Vec<Value>, factor: Option<f64>) -> Result<usize, Error> {
+    let v = numbers(&xs)?;
+    let f = factor.unwrap_or(1.0);
+    Ok(v.windows(2).filter(|w| w[1] > f * w[0]).count())
+}
+
 /// How many elements of `xs` equal `v`.
 pub fn count(xs: Vec<Value>, v: Value) -> usize {
     xs.iter().filter(|x| **x == v).count()

@@ -14,6 +14,8 @@ use minijinja::{Environment, Value};
 /// - `xs | pluck("a.b")`: the value at a dotted path in each element
 /// - `ln(x)`, `sqrt(x)`, `exp(x)`, `abs(x)`, `pow(x, y)`
 /// - `count(xs, v)`: how many elements equal `v`; `zip(xs, ys)`: the pairs `[x, y]`
+/// - `rises(xs[, factor])`: how many times a list goes up (by more than `factor`) from one
+///   element to the next
 /// - `lists | covers(target)`: whether each position of `target` is held by one of `lists`
 /// - wording: `word(n)` ("seven"), `num(x[, decimals])` ("1,063"), `plural(n, "string"[,
 ///   "strings"])`, `series(xs)` ("6, 7 and 8"), `of(n, m)` ("all 500", "63 of 500"),
@@ -32,6 +34,7 @@ pub fn environment() -> Environment<'static> {
     env.add_function("min", helpers::min);
     env.add_function("max", helpers::max);
     env.add_function("count", helpers::count);
+    env.add_function("rises", helpers::rises);
     env.add_function("zip", helpers::zip);
     env.add_function("ln", helpers::ln);
     env.add_function("sqrt", helpers::sqrt);
@@ -341,6 +344,14 @@ mod tests {
         assert_eq!(eval("plural(1, 'string')"), "1 string");
         assert_eq!(eval("plural(1063, 'string')"), "1,063 strings");
         assert_eq!(eval("plural(2, 'child', 'children')"), "2 children");
+        assert_eq!(eval("rises([3, 2, 5, 4, 9])"), "2");
+        assert_eq!(
+            eval("rises([3, 2, 5, 4, 9], 2)"),
+            "2",
+            "2 → 5 and 4 → 9 more than double"
+        );
+        assert_eq!(eval("rises([3, 2, 5, 4, 7], 2)"), "1");
+        assert_eq!(eval("rises([1])"), "0");
         assert_eq!(eval("series([6])"), "6");
         assert_eq!(eval("series([6, 7])"), "6 and 7");
         assert_eq!(eval("series([6, 7, 8])"), "6, 7 and 8");
