@@ -3,8 +3,9 @@
 
 CARGO ?= cargo
 BIN := target/release/revtx-book
-# Figures the chapter draws (loss, block diagram, sharpening, attention, faults).
-FIGURES := 5
+# Figures the chapter draws (loss, block diagram, sharpening, attention, position norms,
+# faults).
+FIGURES := 6
 # The chapter's exercises, each with an answer shut until the reader opens it.
 ANSWERS := 5
 # The models of the chapter's widget, in the order it lists them.

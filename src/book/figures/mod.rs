@@ -27,6 +27,7 @@ kinds! {
         Faults(faults) = "faults",
         BlockDiagram(block_diagram) = "block-diagram",
         Sharpening(sharpening) = "sharpening",
+        PositionNorms(position_norms) = "position-norms",
     }
 }
 
