@@ -11,6 +11,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, VPos};
 use revtx_spec::result::PositionTable;
 use serde::Deserialize;
+use std::fmt::Write as _;
 
 const SIZE: (u32, u32) = (720, 360);
 const LEGEND_H: i32 = 34;
@@ -58,7 +59,8 @@ fn norms_alt(p: &PositionTable) -> String {
             mean_at(&p.norm_before, &p.trained, pick),
             mean_at(&p.norm_after, &p.trained, pick),
         ) {
-            alt += &format!(
+            let _ = write!(
+                alt,
                 ". {} {did}; their mean norm went from {} to {}",
                 which_rows(&p.trained, pick),
                 fmt_num(b),
@@ -125,7 +127,7 @@ fn norms(p: &PositionTable) -> Result<Svg, String> {
             .map_err(de)?;
         let x_fmt = |v: &f64| {
             let i = v.round();
-            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize) % 4 == 0 {
+            if (v - i).abs() < 1e-6 && i >= 0.0 && (i as usize).is_multiple_of(4) {
                 format!("{i}")
             } else {
                 String::new()
