@@ -147,4 +147,8 @@ fn the_plan_covers_every_part_of_the_book() {
     let after = plan(&p);
     let row = after.lines().find(|l| l.starts_with("tiny ")).unwrap();
     assert!(row.contains(" yes "), "cached for the whole book: {row}");
+    assert!(
+        after.contains("0 of 1 distinct runs to train: 0 s one after another"),
+        "nothing left to train, and no \"-0 s\":\n{after}"
+    );
 }

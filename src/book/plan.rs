@@ -114,7 +114,8 @@ pub fn plan(
         .iter()
         .filter(|p| !p.cached && seen.insert(p.key.clone()))
         .collect();
-    let total_seconds = todo.iter().map(|p| p.seconds).sum();
+    // A fold from +0.0, not `sum()`, whose empty sum is -0.0 ("-0 s" for a cached plan).
+    let total_seconds = todo.iter().map(|p| p.seconds).fold(0.0, |a, b| a + b);
     let critical_seconds = todo.iter().map(|p| p.seconds).fold(0.0, f64::max);
     let shards = balance(&todo, shards.max(1));
     let makespan_seconds = shards.iter().map(|s| s.seconds).fold(0.0, f64::max);

@@ -252,6 +252,7 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
     let chapters = load_chapters(root, &config, file, sources, diags);
     let bibliography = crate::book::cite::load(root, &config, file, sources, diags);
     crate::book::cite::check(bibliography.as_ref(), &chapters, diags);
+    reserved_ids(&chapters, &config, sources, diags);
     Some(Book {
         root: root.to_path_buf(),
         config,
@@ -498,6 +499,42 @@ fn duplicate_ids(chapters: &[Chapter], sources: &Sources, diags: &mut Vec<Diagno
                 );
             } else {
                 seen.push((id, sp));
+            }
+        }
+    }
+}
+
+/// Ids the compiler gives sections of its own: `references` in a chapter that cites, and
+/// `answers` in one with answers when book.toml collects them at the end. An author's id
+/// that takes one is an error at it.
+fn reserved_ids(
+    chapters: &[Chapter],
+    config: &BookConfig,
+    sources: &Sources,
+    diags: &mut Vec<Diagnostic>,
+) {
+    for ch in chapters {
+        let cites = ch
+            .inlines
+            .iter()
+            .any(|i| matches!(i.node, Inline::Cite { .. }));
+        let answers = config.answers == AnswerPlace::End
+            && ch.nodes.iter().any(|n| {
+                matches!(n, Node::Md(Event::Start(Tag::Heading { classes, .. }))
+                    if classes.iter().any(|c| &**c == "answer"))
+            });
+        for (id, sp) in ids(ch, sources.text(ch.file)) {
+            let (taken, by) = match id {
+                "references" if cites => (true, "the list of the works this chapter cites"),
+                "answers" if answers => (true, "the answers collected at the chapter's end"),
+                _ => (false, ""),
+            };
+            if taken {
+                diags.push(
+                    Diagnostic::error(Code::DuplicateId, Some(sp), format!("duplicate id `{id}`"))
+                        .label(format!("`{id}` is the id of {by}"))
+                        .hint("give this one another id"),
+                );
             }
         }
     }
