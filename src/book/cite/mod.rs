@@ -7,6 +7,7 @@
 use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, FileId, Sources, Span};
 use crate::book::parse::{BookConfig, Chapter, CiteItem, Inline};
+use crate::book::render::escape_text;
 use hayagriva::archive::{locales, ArchivedStyle};
 use hayagriva::citationberg::taxonomy::Locator;
 use hayagriva::citationberg::{FontStyle, FontVariant, FontWeight, IndependentStyle, Locale};
@@ -53,8 +54,17 @@ pub struct Bibliography {
 pub struct ChapterCitations {
     /// By inline index: the citation's HTML and its plain text (for search).
     pub cites: Vec<Option<(String, String)>>,
-    /// The works the chapter cites, in the style's order: (key, HTML of the entry).
-    pub list: Vec<(String, String)>,
+    /// The works the chapter cites, in the style's order.
+    pub list: Vec<Work>,
+}
+
+/// One entry of a chapter's reference list.
+pub struct Work {
+    pub key: String,
+    /// The entry formatted as HTML (links for its DOI or URL).
+    pub html: String,
+    /// The same as plain text, for the search index.
+    pub text: String,
 }
 
 /// Reads the bibliography book.toml names (`bibliography`), or `book/references.bib` if
@@ -358,7 +368,12 @@ impl Bibliography {
                 .map(|i| {
                     let mut html = String::new();
                     write_html(&i.content, &[], &mut html);
-                    (i.key, html)
+                    let text = plain(&i.content);
+                    Work {
+                        key: i.key,
+                        html,
+                        text,
+                    }
                 })
                 .collect()
         });
@@ -379,9 +394,9 @@ fn write_html(children: &ElemChildren, keys: &[String], out: &mut String) {
     for child in &children.0 {
         match child {
             ElemChild::Text(t) => formatted(&t.text, t.formatting, out),
-            ElemChild::Markup(m) => out.push_str(&escape(m)),
+            ElemChild::Markup(m) => out.push_str(&escape_text(m)),
             ElemChild::Link { text, url } => {
-                let _ = write!(out, "<a href=\"{}\">", escape(url));
+                let _ = write!(out, "<a href=\"{}\">", escape_text(url));
                 formatted(&text.text, text.formatting, out);
                 out.push_str("</a>");
             }
@@ -397,7 +412,7 @@ fn elem(e: &Elem, keys: &[String], out: &mut String) {
             let _ = write!(
                 out,
                 "<a class=\"citation\" href=\"#ref-{}\">",
-                escape(&keys[k])
+                escape_text(&keys[k])
             );
             write_html(&e.children, keys, out);
             out.push_str("</a>");
@@ -426,18 +441,11 @@ fn formatted(text: &str, f: hayagriva::Formatting, out: &mut String) {
     for t in &tags {
         let _ = write!(out, "<{t}>");
     }
-    out.push_str(&escape(text));
+    out.push_str(&escape_text(text));
     for t in tags.iter().rev() {
         let name = t.split(' ').next().unwrap_or(t);
         let _ = write!(out, "</{name}>");
     }
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 #[cfg(test)]

@@ -40,6 +40,14 @@ impl Partials {
     }
 }
 
+/// `s` with `& < > " '` escaped, as the templates escape a value: for the HTML the
+/// compiler writes outside a template (previews, citations).
+pub fn escape_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let _ = escape(&mut out, s);
+    out
+}
+
 /// Writes `s` with `& < > " '` escaped.
 fn escape(out: &mut impl std::fmt::Write, s: &str) -> std::fmt::Result {
     let mut rest = s;

@@ -548,7 +548,7 @@ pub(super) fn fill_previews(
         let id = &after[..e];
         let label = anchors.get(id).map_or("", |(l, _)| l.as_str());
         out.push_str("<span class=\"xref-tip-label\">");
-        out.push_str(&super::escape(label));
+        out.push_str(&super::escape_text(label));
         out.push_str("</span>");
         if let Some(p) = previews.get(id) {
             out.push(' ');

@@ -25,6 +25,7 @@ mod search;
 mod tables;
 mod walk;
 
+pub use html::escape_text;
 pub use math::KatexCache;
 
 use super::claims::ClaimRecord;
@@ -125,7 +126,7 @@ impl Renderer<'_> {
     /// [`PREVIEW_CHARS`] characters.
     fn preview(&mut self, id: &str, text: &str) {
         if !id.is_empty() {
-            let html = escape(&shorten(text, PREVIEW_CHARS));
+            let html = escape_text(&shorten(text, PREVIEW_CHARS));
             self.previews.insert(id.to_string(), html);
         }
     }
@@ -164,13 +165,6 @@ fn shorten(text: &str, max: usize) -> String {
         out.push_str(w);
     }
     out
-}
-
-fn escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 /// Renders every chapter of the book, checking its claims against `results`.

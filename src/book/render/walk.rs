@@ -6,6 +6,7 @@ use super::inlines::InlineOut;
 use super::numbering::{self, Number};
 use super::search::Search;
 use super::{Counts, RenderedChapter, Renderer, TocEntry};
+use crate::book::cite::Work;
 use crate::book::claims::ClaimKind;
 use crate::book::parse::{Chapter, Directive, Inline, Math, Node, Spanned};
 use minijinja::{context, Value};
@@ -133,7 +134,7 @@ impl Renderer<'_> {
         }
         if let Some(id) = id {
             let first = self.section_preview(after, inlines);
-            let preview = format!("{}. {first}", super::escape(&text));
+            let preview = format!("{}. {first}", super::escape_text(&text));
             self.previews.insert(id.to_string(), preview);
         }
         let id = id.map_or_else(|| format!("sec-{}", slugify(&text)), ToString::to_string);
@@ -163,9 +164,8 @@ impl Renderer<'_> {
         (Some(html), text)
     }
 
-    /// The chapter's citations, put in `inlines`, and its reference list: (key, HTML) of
-    /// each work it cites.
-    fn citations(&mut self, ch: &Chapter, inlines: &mut [InlineOut]) -> Vec<(String, String)> {
+    /// The chapter's citations, put in `inlines`, and its reference list: the works it cites.
+    fn citations(&mut self, ch: &Chapter, inlines: &mut [InlineOut]) -> Vec<Work> {
         let Some(bib) = self.bibliography else {
             return Vec::new();
         };
@@ -193,7 +193,7 @@ impl Renderer<'_> {
     fn chapter_end(
         &mut self,
         mut answers: Answers,
-        references: &[(String, String)],
+        references: &[Work],
         out: &mut Vec<Event<'static>>,
         toc: &mut Vec<TocEntry>,
         search: &mut Search,
@@ -221,7 +221,7 @@ impl Renderer<'_> {
     /// and its search index as a section.
     fn reference_list(
         &mut self,
-        references: &[(String, String)],
+        references: &[Work],
         toc: &mut Vec<TocEntry>,
         search: &mut Search,
     ) -> String {
@@ -232,9 +232,9 @@ impl Renderer<'_> {
         });
         search.section("References", "references");
         let items: Vec<Value> = (references.iter())
-            .map(|(key, html)| {
-                search.push(&strip_tags(html));
-                context! { key, html }
+            .map(|w| {
+                search.push(&w.text);
+                context! { key => w.key, html => w.html }
             })
             .collect();
         self.html("partials/references.html", context! { items })
@@ -273,7 +273,7 @@ impl Renderer<'_> {
             if text.starts_with(char::is_whitespace) {
                 out.push(' ');
             }
-            out.push_str(&super::escape(&cut));
+            out.push_str(&super::escape_text(&cut));
             if cut.ends_with('…') {
                 break;
             }
@@ -410,24 +410,6 @@ impl Renderer<'_> {
         pulldown_cmark::html::push_html(&mut html, events.into_iter());
         (html, search.finish("").remove(0).text)
     }
-}
-
-/// HTML without its tags, for the search index (the HTML is our own, from cite.rs).
-fn strip_tags(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut in_tag = false;
-    for c in html.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' => in_tag = false,
-            c if !in_tag => out.push(c),
-            _ => {}
-        }
-    }
-    out.replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&quot;", "\"")
-        .replace("&amp;", "&")
 }
 
 /// Whether a tag closes inline markup (no word break for search).
