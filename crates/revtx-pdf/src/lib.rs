@@ -1,0 +1,237 @@
+//! Typeset: a typst document held in memory (its markup and the files it reads) → PDF bytes.
+//! In process, with typst's bundled fonts only, no clock and no file system, so the same
+//! document gives the same bytes on every machine.
+
+mod math;
+
+pub use math::{latex_to_typst, PRELUDE};
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+use typst::diag::{FileError, FileResult, Severity, SourceDiagnostic};
+use typst::foundations::{Bytes, Datetime};
+use typst::syntax::{FileId, RootedPath, Source, VirtualPath, VirtualRoot};
+use typst::text::{Font, FontBook};
+use typst::utils::LazyHash;
+use typst::{Library, LibraryExt, World, WorldExt};
+use typst_layout::PagedDocument;
+use typst_pdf::{PdfOptions, PdfStandard, PdfStandards, Timestamp};
+
+/// A document to typeset.
+pub struct Document {
+    /// The typst markup of the whole document.
+    pub main: String,
+    /// The files it reads (`image("fig/loss.svg")`), by path from the document's root.
+    pub files: HashMap<String, Vec<u8>>,
+    /// The creation date written into the PDF, as seconds since 1970 (from
+    /// `SOURCE_DATE_EPOCH`); `None` writes no date.
+    pub epoch: Option<i64>,
+    /// A stable name for the document, hashed into the PDF's identifier.
+    pub ident: String,
+}
+
+/// A problem typst reported, with where in the markup it lies.
+#[derive(Debug, Clone)]
+pub struct Problem {
+    pub message: String,
+    pub hints: Vec<String>,
+    /// The 1-based line of the document's markup and that line's text, when the problem
+    /// has a place (0 for a line of the math prelude).
+    pub line: Option<(usize, String)>,
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.message)?;
+        if let Some((n, text)) = &self.line {
+            write!(f, " (typst line {n}: `{}`)", text.trim())?;
+        }
+        for h in &self.hints {
+            write!(f, "; hint: {h}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Typesets `doc` into a tagged PDF (PDF/UA-1 where the document allows it).
+///
+/// # Errors
+/// typst's errors (and, with them, its warnings), each with its line of the markup.
+pub fn typeset(doc: &Document) -> Result<Vec<u8>, Vec<Problem>> {
+    let world = Memory::new(doc);
+    let warned = typst::compile::<PagedDocument>(&world);
+    let document = warned
+        .output
+        .map_err(|errs| problems(&world, errs.iter().chain(&warned.warnings)))?;
+    let timestamp = doc.epoch.and_then(date).map(Timestamp::new_utc);
+    let standard = |list: &[PdfStandard]| PdfStandards::new(list).unwrap_or_default();
+    let options = |standards| PdfOptions {
+        ident: typst::foundations::Smart::Custom(doc.ident.clone()),
+        creator: typst::foundations::Smart::Custom(Some("revtx-book".into())),
+        timestamp,
+        page_ranges: None,
+        standards,
+        tagged: true,
+        pretty: false,
+    };
+    // PDF/UA-1 where every element qualifies; a plain tagged PDF otherwise.
+    typst_pdf::pdf(&document, &options(standard(&[PdfStandard::Ua_1])))
+        .or_else(|_| typst_pdf::pdf(&document, &options(standard(&[]))))
+        .map_err(|errs| problems(&world, errs.iter()))
+}
+
+/// typst's diagnostics as problems (errors first, as given).
+fn problems<'a>(world: &Memory, diags: impl Iterator<Item = &'a SourceDiagnostic>) -> Vec<Problem> {
+    diags
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| {
+            let line = world.range(d.span).map(|r| {
+                let text = world.source.text();
+                let n = text[..r.start].matches('\n').count() + 1;
+                let line = text.lines().nth(n - 1).unwrap_or_default().to_string();
+                // Lines of the document, not of the prelude before it.
+                (n.saturating_sub(PRELUDE.lines().count()), line)
+            });
+            Problem {
+                message: d.message.to_string(),
+                hints: d.hints.iter().map(|h| h.v.to_string()).collect(),
+                line,
+            }
+        })
+        .collect()
+}
+
+/// A UTC date from seconds since 1970.
+fn date(epoch: i64) -> Option<Datetime> {
+    let days = epoch.div_euclid(86_400);
+    let secs = epoch.rem_euclid(86_400);
+    // Howard Hinnant's civil-from-days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = u8::try_from(doy - (153 * mp + 2) / 5 + 1).ok()?;
+    let month = u8::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).ok()?;
+    let year = i32::try_from(yoe + era * 400 + i64::from(month <= 2)).ok()?;
+    let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    Datetime::from_ymd_hms(
+        year,
+        month,
+        day,
+        u8::try_from(h).ok()?,
+        u8::try_from(m).ok()?,
+        u8::try_from(s).ok()?,
+    )
+}
+
+/// The bundled fonts and their book, loaded once per process.
+static FONTS: LazyLock<(Vec<Font>, LazyHash<FontBook>)> = LazyLock::new(|| {
+    let fonts: Vec<Font> = typst_assets::fonts()
+        .flat_map(|data| Font::iter(Bytes::new(data)))
+        .collect();
+    let book = LazyHash::new(FontBook::from_fonts(&fonts));
+    (fonts, book)
+});
+
+static LIBRARY: LazyLock<LazyHash<Library>> = LazyLock::new(|| LazyHash::new(Library::default()));
+
+/// The world typst sees: one source, the document's files, the bundled fonts.
+struct Memory {
+    main: FileId,
+    source: Source,
+    files: HashMap<FileId, Bytes>,
+}
+
+impl Memory {
+    fn new(doc: &Document) -> Self {
+        let id = |path: &str| {
+            RootedPath::new(
+                VirtualRoot::Project,
+                VirtualPath::new(format!("/{path}")).expect("a relative path"),
+            )
+            .intern()
+        };
+        let main = id("main.typ");
+        Memory {
+            main,
+            source: Source::new(main, format!("{PRELUDE}{}", doc.main)),
+            files: doc
+                .files
+                .iter()
+                .map(|(p, b)| (id(p), Bytes::new(b.clone())))
+                .collect(),
+        }
+    }
+}
+
+impl World for Memory {
+    fn library(&self) -> &LazyHash<Library> {
+        &LIBRARY
+    }
+
+    fn book(&self) -> &LazyHash<FontBook> {
+        &FONTS.1
+    }
+
+    fn main(&self) -> FileId {
+        self.main
+    }
+
+    fn source(&self, id: FileId) -> FileResult<Source> {
+        if id == self.main {
+            Ok(self.source.clone())
+        } else {
+            Err(FileError::NotFound(
+                id.get().vpath().get_without_slash().into(),
+            ))
+        }
+    }
+
+    fn file(&self, id: FileId) -> FileResult<Bytes> {
+        self.files
+            .get(&id)
+            .cloned()
+            .ok_or_else(|| FileError::NotFound(id.get().vpath().get_without_slash().into()))
+    }
+
+    fn font(&self, index: usize) -> Option<Font> {
+        FONTS.0.get(index).cloned()
+    }
+
+    fn today(&self, _offset: Option<typst::foundations::Duration>) -> Option<Datetime> {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::date;
+
+    #[test]
+    fn dates_from_seconds_since_1970() {
+        let d = date(0).unwrap();
+        assert_eq!(
+            (d.year(), d.month(), d.day()),
+            (Some(1970), Some(1), Some(1))
+        );
+        let d = date(1_700_000_000).unwrap();
+        assert_eq!(
+            (
+                d.year(),
+                d.month(),
+                d.day(),
+                d.hour(),
+                d.minute(),
+                d.second()
+            ),
+            (Some(2023), Some(11), Some(14), Some(22), Some(13), Some(20))
+        );
+        let d = date(951_782_400).unwrap(); // a leap day
+        assert_eq!(
+            (d.year(), d.month(), d.day()),
+            (Some(2000), Some(2), Some(29))
+        );
+    }
+}

@@ -1,0 +1,349 @@
+//! Print: the parsed book, its run results and what the render stage computed (each inline
+//! construct's value, each chapter's reference list) → one typst document → the PDF.
+//!
+//! - `walk`: a chapter's nodes as typst markup (the site's walk, for paper)
+//! - `markup`: typst escaping, and the print templates (`templates/print/`)
+//!
+//! The document's frame (page, title page, contents, running heads, colophon) is
+//! `templates/print/book.typ`; a table kind's body is `templates/print/tables/<kind>.typ`.
+//! Typesetting is `revtx-pdf`'s (typst, in process); the PDF is cached by its document's
+//! hash, so a warm build that changed nothing in print does not typeset again.
+
+mod markup;
+mod walk;
+
+use crate::book::codes::Code;
+use crate::book::diag::Diagnostic;
+use crate::book::figures::FigureKind;
+use crate::book::kinds::{Kinds as _, RunData};
+use crate::book::parse::{Block, Book, Math};
+use crate::book::render::{listings, RenderedChapter};
+use crate::book::runs::Results;
+use crate::book::tables::TableKind;
+use crate::ENGINE;
+use markup::{string, Templates};
+use minijinja::{context, Value};
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::path::Path;
+
+/// The file name of a book's PDF in the site: its title as a slug.
+pub fn file_name(book: &Book) -> String {
+    let slug = crate::book::render::slugify(&book.config.title);
+    format!("{}.pdf", if slug.is_empty() { "book" } else { &slug })
+}
+
+/// The print edition: the typst document of the whole book.
+pub struct Edition {
+    pub document: revtx_pdf::Document,
+}
+
+/// Shared state of the print walk.
+struct Printer<'a> {
+    root: &'a Path,
+    book: &'a Book,
+    results: &'a Results,
+    env: minijinja::Environment<'static>,
+    templates: Templates,
+    /// Every id the document labels (numbered things, headings with ids, answers): a
+    /// reference to one of them becomes a link.
+    labels: HashSet<String>,
+    /// The figures' SVGs, by path in the document.
+    files: HashMap<String, Vec<u8>>,
+    diags: Vec<Diagnostic>,
+}
+
+/// Writes the book as one typst document; problems (a formula typst cannot take, a template
+/// that fails) are diagnostics.
+pub fn edition(
+    book: &Book,
+    results: &Results,
+    chapters: &[RenderedChapter],
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Edition> {
+    let mut labels: HashSet<String> = crate::book::render::numbering::anchors(&book.chapters)
+        .into_keys()
+        .collect();
+    labels.extend(answer_ids(book));
+    let mut p = Printer {
+        root: &book.root,
+        book,
+        results,
+        env: crate::book::expr::environment(),
+        templates: Templates::new(&book.root),
+        labels,
+        files: HashMap::new(),
+        diags: Vec::new(),
+    };
+    let mut body = String::new();
+    for (ch, rendered) in book.chapters.iter().zip(chapters) {
+        let mut w = walk::Walk::new(ch, rendered);
+        body.push_str(&p.chapter(&mut w));
+    }
+    let colophon = p.colophon();
+    let main = p.template(
+        "print/book.typ",
+        context! {
+            title => &book.config.title,
+            author => &book.config.author,
+            description => &book.config.description,
+            language => &book.config.language,
+            url => &book.config.url,
+            body => Value::from_safe_string(body),
+            colophon,
+        },
+    );
+    let failed = !p.diags.is_empty();
+    diags.append(&mut p.diags);
+    if failed {
+        return None;
+    }
+    Some(Edition {
+        document: revtx_pdf::Document {
+            main,
+            files: p.files,
+            epoch: std::env::var("SOURCE_DATE_EPOCH")
+                .ok()
+                .and_then(|s| s.trim().parse().ok()),
+            ident: book.config.title.clone(),
+        },
+    })
+}
+
+/// The ids of every answer heading that has one.
+fn answer_ids(book: &Book) -> Vec<String> {
+    use pulldown_cmark::{Event, Tag};
+    let mut out = Vec::new();
+    for ch in &book.chapters {
+        for n in &ch.nodes {
+            if let crate::book::parse::Node::Md(Event::Start(Tag::Heading {
+                id: Some(id),
+                classes,
+                ..
+            })) = n
+            {
+                if classes.iter().any(|c| &**c == "answer") {
+                    out.push(id.to_string());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Typesets an edition, or takes the PDF from `cache` when the same document was typeset
+/// before. Returns the bytes and whether they were typeset now.
+///
+/// # Errors
+/// typst's errors, as one `print` diagnostic.
+pub fn typeset(edition: &Edition, cache: &Path) -> Result<(Vec<u8>, bool), Diagnostic> {
+    let key = cache_key(&edition.document);
+    let cached = cache.join("print").join(format!("{key}.pdf"));
+    if let Ok(bytes) = std::fs::read(&cached) {
+        return Ok((bytes, false));
+    }
+    let bytes = revtx_pdf::typeset(&edition.document).map_err(|problems| {
+        let mut d = Diagnostic::error(Code::Print, None, "cannot typeset the print edition");
+        for p in problems.iter().take(8) {
+            d = d.note(p.to_string());
+        }
+        d.hint("build with --no-pdf to skip the print edition while you look into it")
+    })?;
+    // A cache that cannot be written only costs the next build a typesetting.
+    let _ = std::fs::create_dir_all(cached.parent().unwrap_or(cache));
+    let _ = crate::book::site::write_atomic(&cached, &bytes);
+    Ok((bytes, true))
+}
+
+/// What the PDF depends on: the markup, every file, the date, the typesetter's version.
+fn cache_key(doc: &revtx_pdf::Document) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(doc.main.as_bytes());
+    let mut names: Vec<&String> = doc.files.keys().collect();
+    names.sort();
+    for n in names {
+        h.update(n.as_bytes());
+        h.update(&doc.files[n]);
+    }
+    h.update(format!("{:?}|{}", doc.epoch, doc.ident).as_bytes());
+    h.finalize().to_hex()[..32].to_string()
+}
+
+impl<'a> Printer<'a> {
+    /// A print template's output; a template that fails is reported and writes nothing.
+    fn template(&mut self, name: &str, ctx: Value) -> String {
+        match self.templates.render(name, ctx) {
+            Ok(s) => s,
+            Err(e) => {
+                self.diags.push(Diagnostic::error(
+                    Code::Template,
+                    None,
+                    format!("cannot render templates/{name}: {e:#}"),
+                ));
+                String::new()
+            }
+        }
+    }
+
+    /// A formula as typst math; one mitex cannot convert is reported at the formula.
+    fn math(&mut self, m: &Math) -> String {
+        match revtx_pdf::latex_to_typst(&m.tex) {
+            Ok(s) => s,
+            Err(e) => {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::Print,
+                        Some(m.span.clone()),
+                        "this formula cannot be typeset for print",
+                    )
+                    .label(e)
+                    .hint("write it with the LaTeX commands KaTeX and mitex share, or build with --no-pdf"),
+                );
+                String::new()
+            }
+        }
+    }
+
+    /// A directive's runs with their labels (an unknown run was reported by the site's
+    /// render, so here it only leaves the directive out).
+    fn runs<'r, K>(&self, b: &'r Block<K>) -> Option<Vec<RunData<'r>>>
+    where
+        'a: 'r,
+    {
+        let results: &'r Results = self.results;
+        b.runs
+            .iter()
+            .zip(b.run_labels())
+            .map(|(id, label)| {
+                let produced = results.by_run.get(id)?;
+                Some(RunData {
+                    id,
+                    label,
+                    seeds: produced.iter().map(|p| &p.result).collect(),
+                })
+            })
+            .collect()
+    }
+
+    /// A figure: its light-theme SVG as a file of the document, numbered and captioned.
+    fn figure(&mut self, b: &Block<FigureKind>, number: &str, caption: &str) -> String {
+        let Some(runs) = self.runs(b) else {
+            return String::new();
+        };
+        let Ok(svg) = b.kind.get().draw(&runs) else {
+            return String::new();
+        };
+        let path = format!("figures/{}.svg", b.id);
+        let file = format!(
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {w} {h}\" width=\"{w}\" height=\"{h}\" color=\"{INK}\">\n{}",
+            svg.body.replace("currentColor", INK),
+            w = svg.width,
+            h = svg.height,
+        );
+        self.files.insert(path.clone(), file.into_bytes());
+        format!(
+            "\n#numbered-figure({}, {}, {}, [{caption}]) <{}>\n",
+            string(number.trim_start_matches("Figure ")),
+            string(&path),
+            string(&svg.alt),
+            b.id
+        )
+    }
+
+    /// A table of a kind: its print template, numbered and captioned.
+    fn kind_table(&mut self, b: &Block<TableKind>, number: &str, caption: &str) -> String {
+        let Some(runs) = self.runs(b) else {
+            return String::new();
+        };
+        let Ok(rows) = b.kind.get().rows(&runs, &self.env) else {
+            return String::new();
+        };
+        let name = format!("print/tables/{}.typ", b.kind.name());
+        let table = self.template(&name, rows);
+        format!(
+            "\n#numbered-table({}, [{caption}])[{}] <{}>\n",
+            string(number.trim_start_matches("Table ")),
+            table.trim(),
+            b.id
+        )
+    }
+
+    /// An included listing, with its path as its title.
+    fn listing(&mut self, path: &str, anchor: Option<&str>) -> String {
+        let Ok((code, lang)) = listings::read_listing(self.root, path, anchor) else {
+            return String::new();
+        };
+        let title = match anchor {
+            Some(a) => format!("{path} ({a})"),
+            None => path.to_string(),
+        };
+        format!(
+            "\n#listing({}, {}, {})\n",
+            string(&title),
+            string(&lang),
+            string(code.trim_end())
+        )
+    }
+
+    /// The widget: a note that it is in the web edition, with the page's address.
+    fn widget(&mut self, id: &str, slug: &str) -> String {
+        let page = format!("{slug}#{id}");
+        let url = match &self.book.config.url {
+            Some(u) => format!("{}/{page}", u.trim_end_matches('/')),
+            None => page,
+        };
+        format!("\n#widget-note({})\n", string(&url))
+    }
+
+    /// Where the runs behind this copy ran, and what computed them.
+    fn colophon(&self) -> Value {
+        let mut machines = BTreeSet::new();
+        for produced in self.results.by_run.values().flatten() {
+            let e = &produced.result.env;
+            machines.insert(format!(
+                "{} ({}), libtorch {}, numeric profile {}, {} per run",
+                e.cpu,
+                e.isa,
+                e.libtorch,
+                e.profile,
+                if e.threads == 1 {
+                    "1 thread".to_string()
+                } else {
+                    format!("{} threads", e.threads)
+                }
+            ));
+        }
+        context! {
+            version => env!("CARGO_PKG_VERSION"),
+            fingerprint => ENGINE.code,
+            commit => commit(self.root),
+            machines => machines.into_iter().collect::<Vec<_>>(),
+            runs => self.results.by_run.values().map(Vec::len).sum::<usize>(),
+        }
+    }
+}
+
+/// The light theme's ink: what `currentColor` is on paper.
+const INK: &str = "#1b1b1b";
+
+/// The commit of the project's work tree, marked if it has changes; `None` outside git.
+fn commit(root: &Path) -> Option<String> {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    let head = git(&["rev-parse", "--short=12", "HEAD"])?;
+    let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+        .is_some_and(|s| !s.is_empty());
+    Some(if dirty {
+        format!("{head}, with uncommitted changes")
+    } else {
+        head
+    })
+}
