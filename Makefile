@@ -10,6 +10,8 @@ FIGURES := 6
 ANSWERS := 5
 # The models of the chapter's widget, in the order it lists them.
 MODELS := reference,noscale,softq,nomask
+# The least number of pages the book's PDF may have (title, contents, the chapter).
+PDF_PAGES := 12
 
 .PHONY: site test check setup build bench crosscheck browser textbook lint-workflows clean-site
 
@@ -19,8 +21,9 @@ setup:
 build: setup
 	$(CARGO) build --release --locked --workspace
 
-# Build the site into site/ (trains what the run cache lacks; a machine whose numerics
-# differ from the book's stops within seconds, before training).
+# Build the site into site/, with the print edition beside it (trains what the run cache
+# lacks; a machine whose numerics differ from the book's stops within seconds, before
+# training).
 site: build
 	$(BIN) build
 
@@ -30,18 +33,22 @@ check: build
 
 # Unit and integration tests of every crate; this machine's numerics against the book's
 # fingerprint; a check of the real chapter with warnings denied (trains what the run cache
-# lacks); the site built from those runs: the widget's JavaScript model against the
-# engine's decodes under Node, then the site in headless Chromium; the fixture textbook
-# (three parts, one shared run) built and checked in Chromium too; the workflows, linted.
+# lacks); the site built from those runs, with its PDF: the PDF against the claims and the
+# site's numbering (poppler), the widget's JavaScript model against the engine's decodes
+# under Node, then the site in headless Chromium; the fixture textbook (three parts, one
+# shared run) built and checked in print and in Chromium too; the workflows, linted.
 test: build
 	$(CARGO) test --release --locked --workspace
 	$(BIN) numerics
 	$(BIN) check --deny-warnings
 	$(BIN) build --offline --quiet --deny-warnings
+	tests/pdf/setup.sh
+	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book
 	node --test tests/node/
 	tests/browser/setup.sh
 	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
 	scripts/build-textbook.sh
+	python3 tests/pdf/check.py target/textbook/site target/textbook/book/claims.json --pages 5 --name textbook
 	SITE=target/textbook/site node --test tests/browser/textbook.check.mjs
 	node tests/browser/lint-workflows.mjs .github/workflows/*.yml
 

@@ -36,6 +36,9 @@ enum Cmd {
         /// Output directory.
         #[arg(long, default_value = "site")]
         out: PathBuf,
+        /// Skip the print edition (the PDF), for a quicker draft.
+        #[arg(long)]
+        no_pdf: bool,
     },
     /// Run the same pipeline without writing the site; fail if a quoted figure drifted.
     Check {
@@ -51,6 +54,9 @@ enum Cmd {
         common: Common,
         #[arg(long, default_value_t = 3000)]
         port: u16,
+        /// Typeset the print edition on every rebuild too (skipped by default).
+        #[arg(long)]
+        pdf: bool,
     },
     /// List every run and seed the book needs, with its cache key, whether it is cached
     /// and its estimated cost; `--shards N` splits the uncached ones into N shards.
@@ -90,14 +96,22 @@ fn main() -> ExitCode {
         }
     });
     match cli.cmd {
-        Cmd::Build { common, out } => {
-            cmd::build::report(&common, &common.options(Some(out), false), "build")
+        Cmd::Build {
+            common,
+            out,
+            no_pdf,
+        } => {
+            let mut opts = common.options(Some(out), false);
+            opts.pdf = !no_pdf;
+            cmd::build::report(&common, &opts, "build")
         }
         Cmd::Check { common, bless } => {
             cmd::build::report(&common, &common.options(None, bless), "check")
         }
-        Cmd::Serve { common, port } => {
-            cmd::serve::serve(common.options(Some(PathBuf::from("site")), false), port)
+        Cmd::Serve { common, port, pdf } => {
+            let mut opts = common.options(Some(PathBuf::from("site")), false);
+            opts.pdf = pdf;
+            cmd::serve::serve(opts, port)
         }
         Cmd::Plan(args) => cmd::shard::plan(&args),
         Cmd::Train(args) => cmd::shard::train(&args),

@@ -229,6 +229,7 @@ const PRODUCED_ELSEWHERE: &[(Code, &str)] = &[
     (Code::Bless, "tests/claims.rs"),
     (Code::RunFailed, "tests/cache.rs"),
     (Code::Template, "tests/site.rs"),
+    (Code::Print, "tests/print.rs"),
     (Code::NumericsUnsupported, "src/book/numerics.rs"),
     (Code::NumericsMismatch, "tests/numerics.rs"),
     (Code::NumericsProbe, "tests/numerics.rs"),

@@ -32,18 +32,26 @@ fn the_print_edition_is_written_with_the_site_and_is_the_same_every_time() {
     let p = textbook();
     let t = std::time::Instant::now();
     let out = build_with_pdf(&p);
-    println!("fixture textbook with its PDF: cold build in {:.2?}", t.elapsed());
+    println!(
+        "fixture textbook with its PDF: cold build in {:.2?}",
+        t.elapsed()
+    );
     assert_eq!(out.errors(), 0, "{:?}", located(&out));
     let first = std::fs::read(p.root().join(PDF)).expect("the PDF is in the site");
     assert!(first.starts_with(b"%PDF-"), "a PDF");
     assert!(
-        runs_of(&out).iter().any(|l| l.starts_with("print:") && l.ends_with("typeset)")),
+        runs_of(&out)
+            .iter()
+            .any(|l| l.starts_with("print:") && l.ends_with("typeset)")),
         "{:?}",
         runs_of(&out)
     );
     let index = std::fs::read_to_string(p.root().join("site/index.html")).unwrap();
-    assert!(index.contains("href=\"a-fixture-textbook.pdf\""), "the index links it");
-    let page = std::fs::read_to_string(p.root().join("site/counting.html")).unwrap();
+    assert!(
+        index.contains("href=\"a-fixture-textbook.pdf\""),
+        "the index links it"
+    );
+    let page = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
     assert!(
         page.contains("class=\"pdf-link\" href=\"a-fixture-textbook.pdf\""),
         "every page's header links it"
@@ -52,19 +60,28 @@ fn the_print_edition_is_written_with_the_site_and_is_the_same_every_time() {
     // A warm build with nothing changed takes the PDF from the cache.
     let t = std::time::Instant::now();
     let again = build_with_pdf(&p);
-    println!("fixture textbook with its PDF: warm build in {:.2?}", t.elapsed());
+    println!(
+        "fixture textbook with its PDF: warm build in {:.2?}",
+        t.elapsed()
+    );
     assert!(
-        runs_of(&again).iter().any(|l| l.starts_with("print:") && l.contains("from the cache")),
+        runs_of(&again)
+            .iter()
+            .any(|l| l.starts_with("print:") && l.contains("from the cache")),
         "{:?}",
         runs_of(&again)
     );
     assert_eq!(std::fs::read(p.root().join(PDF)).unwrap(), first);
 
-    // Typeset again from nothing: the same bytes (no clock, no random ids).
+    // Typeset again from nothing, in a later second: the same bytes (no clock, no random
+    // ids).
+    std::thread::sleep(std::time::Duration::from_millis(1100));
     std::fs::remove_dir_all(p.root().join(".revtx-cache/print")).unwrap();
     let third = build_with_pdf(&p);
     assert!(
-        runs_of(&third).iter().any(|l| l.starts_with("print:") && l.ends_with("typeset)")),
+        runs_of(&third)
+            .iter()
+            .any(|l| l.starts_with("print:") && l.ends_with("typeset)")),
         "{:?}",
         runs_of(&third)
     );
@@ -82,7 +99,8 @@ fn the_print_edition_is_written_with_the_site_and_is_the_same_every_time() {
 
 #[test]
 fn a_book_that_fails_its_checks_writes_no_pdf() {
-    let good = format!("# Print\n\n{TINY_RUN}\n\nThe model has [103,244]{{=tiny.params}} parameters.\n");
+    let good =
+        format!("# Print\n\n{TINY_RUN}\n\nThe model has [103,244]{{=tiny.params}} parameters.\n");
     let p = Project::new(&good);
     let out = build_with_pdf(&p);
     assert_eq!(out.errors(), 0, "{:?}", located(&out));
@@ -115,11 +133,53 @@ fn a_book_that_fails_its_checks_writes_no_pdf() {
     );
 }
 
+/// The site's math renderer takes `\verb`, mitex does not: an error at the formula, and no site.
 #[test]
 fn a_formula_print_cannot_take_is_an_error_at_the_formula() {
-    let p = Project::new("# Print\n\nA formula: $\\frac{1}{$ and more.\n");
+    let p = Project::new("# Print\n\nA formula: $\\verb|x|$ and more.\n");
     let out = build_with_pdf(&p);
     let print: Vec<_> = out.diags.iter().filter(|d| d.code == Code::Print).collect();
     assert_eq!(print.len(), 1, "{:?}", located(&out));
-    assert!(!p.root().join("site/fixture.pdf").exists());
+    let got = located(&out);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, got[0].1), (3, 12), "at the formula: {got:?}");
+    assert!(got[0].2.contains("cannot be typeset for print"), "{got:?}");
+    assert!(!p.root().join("site").exists(), "no site, no PDF");
+    // A draft without the print edition builds.
+    assert_eq!(revtx_book::book::build(&p.options(true)).errors(), 0);
+}
+
+/// Every LaTeX command the book's formulas use, and the common ones mitex maps to helpers
+/// of its own, typeset (each formula alone, so a failure names it).
+#[test]
+fn formulas_typeset_one_by_one() {
+    let formulas = [
+        r"\mathrm{Attention}(Q, K, V) = \mathrm{softmax}\!\left(\frac{QK^{\top}}{\sqrt{d_k}}\right) V",
+        r"w_{ij} = \frac{\exp(s_{ij})}{\sum_{j'} \exp(s_{ij'})}, \qquad s_{ij} = \frac{q_i \cdot k_j}{\sqrt{d_k}}",
+        r"\mathrm{Var}(q \cdot k) = \sum_{m=1}^{d_k} \mathrm{Var}(q_m k_m) = d_k .",
+        r"\partial w_{i} / \partial s_{j} = w_{i}(\delta_{ij} - w_{j})",
+        r"x \leftarrow x + \mathrm{Attn}(\mathrm{LN}_1(x)), \qquad x \leftarrow x + \mathrm{MLP}(\mathrm{LN}_2(x))",
+        r"\frac{(\bar{L} - 1)\ln 10 + \ln n}{2\bar{L}} ,",
+        r"\pm 1/\sqrt{d}",
+        r"d \cdot \frac{1}{3d} = \frac{1}{3}",
+        r"e^{-\infty} = 0",
+        r"\ln 12 \approx",
+        r"\overset{a}{b} \underset{c}{d}",
+        r"\bigl( x \bigr) \Big[ y \Big]",
+        r"\xrightarrow{f} \boxed{x} \operatorname*{argmax}_x \sqrt[3]{x}",
+        r"\begin{cases} a & b \\ c & d \end{cases} \mathbb{R} \mathcal{L} \vec{x} \binom{n}{k}",
+        r"\text{if } x \ne y \dots",
+    ];
+    for tex in formulas {
+        let math = revtx_pdf::latex_to_typst(tex).unwrap_or_else(|e| panic!("{tex}: {e}"));
+        let doc = revtx_pdf::Document {
+            main: format!("$ {math} $\n"),
+            files: std::collections::HashMap::new(),
+            epoch: None,
+            ident: "formula".into(),
+        };
+        if let Err(problems) = revtx_pdf::typeset(&doc) {
+            panic!("{tex} → {math}: {problems:?}");
+        }
+    }
 }

@@ -138,6 +138,8 @@ codes! {
     Table => "table",
     /// A page template fails to render.
     Template => "template",
+    /// The print edition cannot be typeset (a formula typst cannot take, a typst error).
+    Print => "print",
 
     // ---- This machine's numerics
     /// This platform cannot compute the book's bits (no AVX2 and FMA).

@@ -35,6 +35,7 @@ pub mod kinds;
 pub mod numerics;
 pub mod parse;
 pub mod plan;
+pub mod print;
 pub mod render;
 pub mod runs;
 pub mod site;
@@ -70,6 +71,8 @@ pub struct BuildOptions {
     /// Make every warning about the text an error (`unbound-number`, …), as
     /// `deny_warnings = true` in `book/book.toml` does.
     pub deny_warnings: bool,
+    /// Typeset the print edition (`site/<title>.pdf`) with the site.
+    pub pdf: bool,
 }
 
 /// Everything a build produced, diagnostics included.
@@ -211,6 +214,8 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
         diag::deny_warnings(&mut o.diags, diag::Deny::Text);
     }
 
+    let pdf = print_stage(opts, o, &book, &results, &chapters);
+
     let t = Instant::now();
     if let (Some(out), 0) = (&opts.out, o.errors()) {
         let claims_json = serde_json::to_string_pretty(&claims).unwrap_or_default() + "\n";
@@ -220,12 +225,52 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
             results: &results,
             claims_json: &claims_json,
             live_reload: opts.live_reload,
+            pdf: pdf.as_ref(),
         };
         write_stage(opts, o, out, &ctx);
     }
     o.timings.push(("write", t.elapsed()));
     o.claims = claims;
     o.chapters = chapters;
+}
+
+/// The print edition's file name and bytes (typeset now, or from the cache), for a build
+/// that writes a site, asks for the PDF and has no errors; it runs before anything is
+/// written, so a PDF is never out of step with its site. Problems are diagnostics, and
+/// then there is no PDF.
+fn print_stage(
+    opts: &BuildOptions,
+    o: &mut Outcome,
+    book: &parse::Book,
+    results: &runs::Results,
+    chapters: &[RenderedChapter],
+) -> Option<(String, Vec<u8>)> {
+    if opts.out.is_none() || !opts.pdf || o.errors() > 0 {
+        return None;
+    }
+    let t = Instant::now();
+    let edition = print::edition(book, results, chapters, &mut o.diags);
+    let typeset = edition.map(|e| print::typeset(&e, &opts.runs.cache_dir));
+    o.timings.push(("print", t.elapsed()));
+    match typeset? {
+        Ok((bytes, typeset)) => {
+            o.run_report.push(format!(
+                "print: {} ({} KiB, {})",
+                print::file_name(book),
+                bytes.len() / 1024,
+                if typeset {
+                    "typeset"
+                } else {
+                    "unchanged, from the cache"
+                }
+            ));
+            Some((print::file_name(book), bytes))
+        }
+        Err(d) => {
+            o.diags.push(d);
+            None
+        }
+    }
 }
 
 /// `--rerun ID` for an id the book does not declare is an error (it would rerun nothing).

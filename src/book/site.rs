@@ -27,6 +27,8 @@ pub struct SiteContext<'a> {
     pub results: &'a Results,
     pub claims_json: &'a str,
     pub live_reload: bool,
+    /// The print edition: its file name and bytes, if it was typeset.
+    pub pdf: Option<&'a (String, Vec<u8>)>,
 }
 
 /// Writes `bytes` to `path` through a temp file and a rename.
@@ -110,7 +112,7 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
             })
             .collect();
         Ok(env.get_template("page.html")?.render(context! {
-            book => context! { title => &book.config.title, author => &book.config.author, language => &book.config.language },
+            book => context! { title => &book.config.title, author => &book.config.author, language => &book.config.language, pdf => ctx.pdf.map(|(name, _)| name.as_str()) },
             page => context! { title => title, content => minijinja::Value::from_safe_string(content), toc => toc, kind => kind, widget => widget },
             root => "",
             nav => nav,
@@ -137,9 +139,12 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
         .map(|c| context! { title => &c.title, href => &c.slug, toc => &c.toc })
         .collect();
     let index = env.get_template("index.html")?.render(context! {
-        book => context! { title => &book.config.title, author => &book.config.author, description => &book.config.description },
+        book => context! { title => &book.config.title, author => &book.config.author, description => &book.config.description, pdf => ctx.pdf.map(|(name, _)| name.as_str()) },
         chapters => chapters,
     })?;
+    if let Some((name, bytes)) = ctx.pdf {
+        files.bytes(name.as_str(), bytes.as_slice());
+    }
     files.bytes(
         "index.html",
         page(&book.config.title, "index.html", "index", index, &[])?,

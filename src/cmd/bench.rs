@@ -334,6 +334,7 @@ fn cold(args: &BenchArgs, peak: f64, peak_avx2: f64) -> ExitCode {
         live_reload: false,
         ignore_numerics: false,
         deny_warnings: false,
+        pdf: false,
     };
     let started = Instant::now();
     let o = book::build(&opts);

@@ -110,6 +110,7 @@ impl Common {
             live_reload: false,
             ignore_numerics: self.ignore_numerics,
             deny_warnings: self.deny_warnings,
+            pdf: false,
         }
     }
 }

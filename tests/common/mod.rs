@@ -97,6 +97,7 @@ impl Project {
             live_reload: false,
             ignore_numerics: false,
             deny_warnings: false,
+            pdf: false,
         }
     }
 

@@ -61,6 +61,10 @@ pub struct BookConfig {
     /// One paragraph for the index page.
     #[serde(default)]
     pub description: String,
+    /// Where the site is published (`https://…/`): the print edition links its interactive
+    /// parts there. Without it, print names the page.
+    #[serde(default)]
+    pub url: Option<String>,
     /// Language of the text (`lang` attribute).
     #[serde(default = "default_language")]
     pub language: String,

@@ -19,8 +19,21 @@ pub fn text(s: &str) -> String {
     for c in s.chars() {
         if matches!(
             c,
-            '\\' | '#' | '$' | '*' | '_' | '[' | ']' | '<' | '>' | '@' | '=' | '-' | '+' | '/'
-                | '~' | '`'
+            '\\' | '#'
+                | '$'
+                | '*'
+                | '_'
+                | '['
+                | ']'
+                | '<'
+                | '>'
+                | '@'
+                | '='
+                | '-'
+                | '+'
+                | '/'
+                | '~'
+                | '`'
         ) {
             out.push('\\');
         }
@@ -59,7 +72,10 @@ impl Templates {
         env.set_keep_trailing_newline(true);
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         env.set_auto_escape_callback(|name| {
-            if name.ends_with(".typ") {
+            if std::path::Path::new(name)
+                .extension()
+                .is_some_and(|e| e == "typ")
+            {
                 AutoEscape::Custom("typst")
             } else {
                 AutoEscape::None
@@ -94,7 +110,10 @@ mod tests {
 
     #[test]
     fn markup_is_escaped() {
-        assert_eq!(text("a_b *c* #d $e$ [f] <g> @h"), r"a\_b \*c\* \#d \$e\$ \[f\] \<g\> \@h");
+        assert_eq!(
+            text("a_b *c* #d $e$ [f] <g> @h"),
+            r"a\_b \*c\* \#d \$e\$ \[f\] \<g\> \@h"
+        );
         assert_eq!(text("1-2 = 3/4 ~ `x` \\"), r"1\-2 \= 3\/4 \~ \`x\` \\");
         assert_eq!(text("it's \"fine\""), "it's \"fine\"");
         assert_eq!(text("1. not a list, 2.5"), r"1\. not a list, 2.5");

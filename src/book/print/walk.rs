@@ -24,8 +24,6 @@ pub(super) struct Walk<'c> {
     answers: Vec<(String, String, String)>,
     /// The text of the last heading (an answer's exercise).
     last_heading: String,
-    /// Table cells in the open markdown table, and its column alignments.
-    table: Option<(Vec<Alignment>, Vec<String>, usize)>,
 }
 
 impl<'c> Walk<'c> {
@@ -48,7 +46,6 @@ impl<'c> Walk<'c> {
             noted: Vec::new(),
             answers: Vec::new(),
             last_heading: String::new(),
-            table: None,
         }
     }
 }
@@ -127,72 +124,15 @@ impl Printer<'_> {
         let nodes = &w.ch.nodes;
         match &nodes[i] {
             Node::Md(Event::Start(Tag::FootnoteDefinition(_))) => {
-                let end = w.notes.values().find(|(s, _)| *s == i + 1).map_or(i, |(_, e)| *e);
+                let end = w
+                    .notes
+                    .values()
+                    .find(|(s, _)| *s == i + 1)
+                    .map_or(i, |(_, e)| *e);
                 end + 1
             }
-            Node::Md(Event::Start(Tag::Heading {
-                level, id, classes, ..
-            })) => {
-                let end = i + nodes[i..]
-                    .iter()
-                    .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Heading(_)))))
-                    .unwrap_or(0);
-                if *level == HeadingLevel::H1 {
-                    return end + 1;
-                }
-                let inner = self.inlines(w, &nodes[i + 1..end]);
-                let level = *level as u8;
-                if classes.iter().any(|c| &**c == "answer") && answer.is_none() {
-                    let id = id.as_ref().map_or_else(
-                        || format!("answer-{}-{}", w.ch.slug.trim_end_matches(".html"), i),
-                        ToString::to_string,
-                    );
-                    let _ = writeln!(
-                        out,
-                        "\n#answer-pointer(<{id}>)\n"
-                    );
-                    *answer = Some((level, id, out.len()));
-                    return end + 1;
-                }
-                let number = w.numbers.get(&i).map_or("", |n| n.label.as_str());
-                let label = id
-                    .as_ref()
-                    .map_or_else(String::new, |id| format!(" <{id}>"));
-                let numbered = if number.is_empty() {
-                    String::new()
-                } else {
-                    format!("{} ", text(number))
-                };
-                let _ = writeln!(
-                    out,
-                    "\n#heading(level: {level}, numbering: none)[{numbered}{inner}]{label}\n"
-                );
-                w.last_heading = plain(&w.ch.nodes[i + 1..end], &w.rendered.inline_text);
-                end + 1
-            }
-            Node::Md(Event::Start(Tag::Table(aligns))) => {
-                w.table = Some((aligns.clone(), Vec::new(), 0));
-                let end = numbering::table_end(nodes, i);
-                let body = self.md_table(w, i, end);
-                match numbering::table_caption(w.ch, i) {
-                    Some(cap) => {
-                        let caption = self.inlines(w, &cap.inner);
-                        let number = w.numbers.get(&i).map(|n| n.label.clone()).unwrap_or_default();
-                        let label = cap.id.map(|id| format!(" <{id}>")).unwrap_or_default();
-                        let _ = writeln!(
-                            out,
-                            "\n#numbered-table({}, [{}])[{body}]{label}\n",
-                            string(number.trim_start_matches("Table ")),
-                            caption.trim()
-                        );
-                        cap.end
-                    }
-                    None => {
-                        let _ = writeln!(out, "\n{body}\n");
-                        end + 1
-                    }
-                }
-            }
+            Node::Md(Event::Start(Tag::Heading { .. })) => self.heading(w, i, out, answer),
+            Node::Md(Event::Start(Tag::Table(aligns))) => self.md_table(w, i, aligns, out),
             Node::Code { lang, body } => {
                 let _ = writeln!(
                     out,
@@ -203,7 +143,11 @@ impl Printer<'_> {
                 i + 1
             }
             Node::Directive(d) => {
-                let number = w.numbers.get(&i).map(|n| n.label.clone()).unwrap_or_default();
+                let number = w
+                    .numbers
+                    .get(&i)
+                    .map(|n| n.label.clone())
+                    .unwrap_or_default();
                 let s = self.directive(w, d, &number);
                 out.push_str(&s);
                 i + 1
@@ -213,7 +157,6 @@ impl Printer<'_> {
                 out.push_str(&self.equation(m, number));
                 i + 1
             }
-            Node::Broken => i + 1,
             Node::Md(Event::Start(Tag::Paragraph)) => {
                 let end = matching_end(nodes, i);
                 let inner = self.inlines_at(w, &nodes[i + 1..end], Some(i + 1));
@@ -245,14 +188,98 @@ impl Printer<'_> {
                 out.push_str("\n#line(length: 100%, stroke: 0.5pt)\n");
                 i + 1
             }
-            // Raw HTML has no print form; anything else stands in prose.
-            Node::Md(Event::Html(_)) => i + 1,
+            // Raw HTML has no print form, nor has a broken directive; anything else stands
+            // in prose.
+            Node::Md(Event::Html(_)) | Node::Broken => i + 1,
             _ => {
                 let s = self.inlines_at(w, &nodes[i..=i], Some(i));
                 out.push_str(&s);
                 i + 1
             }
         }
+    }
+
+    /// A heading at node `i`: numbered as on the site, with its id as its label. An answer's
+    /// heading starts collecting the answer (it moves to the chapter's end) and leaves a
+    /// pointer to it.
+    fn heading(
+        &mut self,
+        w: &mut Walk,
+        i: usize,
+        out: &mut String,
+        answer: &mut Option<(u8, String, usize)>,
+    ) -> usize {
+        let nodes = &w.ch.nodes;
+        let Node::Md(Event::Start(Tag::Heading {
+            level, id, classes, ..
+        })) = &nodes[i]
+        else {
+            return i + 1;
+        };
+        let end = i + nodes[i..]
+            .iter()
+            .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Heading(_)))))
+            .unwrap_or(0);
+        if *level == HeadingLevel::H1 {
+            return end + 1;
+        }
+        let inner = self.inlines(w, &nodes[i + 1..end]);
+        let level = *level as u8;
+        if classes.iter().any(|c| &**c == "answer") && answer.is_none() {
+            let id = id.as_ref().map_or_else(
+                || format!("answer-{}-{}", w.ch.slug.trim_end_matches(".html"), i),
+                ToString::to_string,
+            );
+            let _ = writeln!(out, "\n#answer-pointer(<{id}>)\n");
+            *answer = Some((level, id, out.len()));
+            return end + 1;
+        }
+        let number = w.numbers.get(&i).map_or("", |n| n.label.as_str());
+        let label = id
+            .as_ref()
+            .map_or_else(String::new, |id| format!(" <{id}>"));
+        let numbered = if number.is_empty() {
+            String::new()
+        } else {
+            format!("{} ", text(number))
+        };
+        let _ = writeln!(
+            out,
+            "\n#heading(level: {level}, numbering: none)[{numbered}{inner}]{label}\n"
+        );
+        w.last_heading = plain(&w.ch.nodes[i + 1..end], &w.rendered.inline_text);
+        end + 1
+    }
+
+    /// The markdown table at node `i`, numbered and captioned if a `Table:` paragraph
+    /// follows it; returns the index after it (and its caption).
+    fn md_table(
+        &mut self,
+        w: &mut Walk,
+        i: usize,
+        aligns: &[Alignment],
+        out: &mut String,
+    ) -> usize {
+        let end = numbering::table_end(&w.ch.nodes, i);
+        let body = self.table_cells(w, i, end, aligns);
+        let Some(cap) = numbering::table_caption(w.ch, i) else {
+            let _ = writeln!(out, "\n{body}\n");
+            return end + 1;
+        };
+        let caption = self.inlines(w, &cap.inner);
+        let number = w
+            .numbers
+            .get(&i)
+            .map(|n| n.label.clone())
+            .unwrap_or_default();
+        let label = cap.id.map(|id| format!(" <{id}>")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "\n#numbered-table({}, [{}])[{body}]{label}\n",
+            string(number.trim_start_matches("Table ")),
+            caption.trim()
+        );
+        cap.end
     }
 
     /// A list's items (`[…], […]`) between `start` and `end`.
@@ -279,9 +306,14 @@ impl Printer<'_> {
     }
 
     /// A markdown table's cells as a typst `table`.
-    fn md_table(&mut self, w: &mut Walk, start: usize, end: usize) -> String {
+    fn table_cells(
+        &mut self,
+        w: &mut Walk,
+        start: usize,
+        end: usize,
+        aligns: &[Alignment],
+    ) -> String {
         let nodes = &w.ch.nodes;
-        let (aligns, _, _) = w.table.take().unwrap_or_default();
         let mut head = Vec::new();
         let mut rows = Vec::new();
         let mut in_head = false;
@@ -348,7 +380,9 @@ impl Printer<'_> {
             .map(|id| format!(" <{id}>"))
             .unwrap_or_default();
         match label {
-            Some(l) if !l.is_empty() => format!("\n#numbered-equation({})[$ {math} $]{id}\n", string(&l)),
+            Some(l) if !l.is_empty() => {
+                format!("\n#numbered-equation({})[$ {math} $]{id}\n", string(&l))
+            }
             _ => format!("\n$ {math} $\n"),
         }
     }
@@ -403,11 +437,7 @@ impl Printer<'_> {
                         | TagEnd::Link
                         | TagEnd::Image,
                     ) => out.push(']'),
-                    Event::Start(Tag::Paragraph) => {
-                        if !out.is_empty() {
-                            out.push_str(" ");
-                        }
-                    }
+                    Event::Start(Tag::Paragraph) if !out.is_empty() => out.push(' '),
                     Event::FootnoteReference(label) => {
                         out.push_str(&self.footnote(w, label));
                     }
@@ -439,11 +469,13 @@ impl Printer<'_> {
     fn inline(&mut self, w: &Walk, n: usize) -> String {
         let value = w.rendered.inline_text.get(n).map_or("", String::as_str);
         match &w.ch.inlines[n].node {
-            Inline::Claim { .. } | Inline::Insert { .. } | Inline::Literal { .. } => text(value),
             Inline::Ref { id } if self.labels.contains(id.as_str()) => {
                 format!("#link(<{id}>)[{}]", text(value))
             }
-            Inline::Ref { .. } => text(value),
+            Inline::Claim { .. }
+            | Inline::Insert { .. }
+            | Inline::Literal { .. }
+            | Inline::Ref { .. } => text(value),
             Inline::Cite { items, .. } => match items.first() {
                 Some(item) => format!(
                     "#link(<{}>)[{}]",
@@ -491,7 +523,13 @@ fn matching_end(nodes: &[Node], i: usize) -> usize {
 /// A label-safe form of a footnote's label or a bibliography key.
 fn slug(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect()
 }
 
@@ -502,5 +540,9 @@ pub(super) fn chapter_label(slug_: &str) -> String {
 
 /// The label of a work in a chapter's reference list.
 fn ref_label(chapter: &str, key: &str) -> String {
-    format!("ref-{}-{}", slug(chapter.trim_end_matches(".html")), slug(key))
+    format!(
+        "ref-{}-{}",
+        slug(chapter.trim_end_matches(".html")),
+        slug(key)
+    )
 }

@@ -121,49 +121,57 @@ impl Renderer<'_> {
         }
     }
 
-    /// The anchored lines of a project file, and the file's extension.
     fn read_anchor(
         &self,
         path: &str,
         anchor: Option<&str>,
     ) -> Result<(String, String), Diagnostic> {
-        let root = std::fs::canonicalize(self.root).unwrap_or_else(|_| self.root.to_path_buf());
-        let canon = std::fs::canonicalize(root.join(path)).map_err(|e| {
+        read_listing(self.root, path, anchor)
+    }
+}
+
+/// The anchored lines of a project file, and the file's extension: what an
+/// ```` ```include ```` listing shows, on the site and in print.
+pub fn read_listing(
+    root: &std::path::Path,
+    path: &str,
+    anchor: Option<&str>,
+) -> Result<(String, String), Diagnostic> {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let canon = std::fs::canonicalize(root.join(path)).map_err(|e| {
             Diagnostic::error(Code::Include, None, format!("cannot include `{path}`"))
                 .label(e.to_string())
                 .hint("paths are relative to the project root, e.g. crates/revtx-engine/src/model/attention.rs")
         })?;
-        if !canon.starts_with(&root) {
-            return Err(Diagnostic::error(
-                Code::Include,
-                None,
-                format!("refusing to include `{path}`: it is outside the project"),
-            )
-            .hint("only files inside the project can be included"));
-        }
-        let src = std::fs::read_to_string(&canon).map_err(|e| {
-            Diagnostic::error(Code::Include, None, format!("cannot read `{path}`"))
-                .label(e.to_string())
-        })?;
-        let code = extract_anchor(&src, anchor).map_err(|known| {
-            Diagnostic::error(
-                Code::Include,
-                None,
-                format!("no anchor `{}` in `{path}`", anchor.unwrap_or_default()),
-            )
-            .hint(if known.is_empty() {
-                "mark the lines with `// ANCHOR: name` and `// ANCHOR_END: name`".to_string()
-            } else {
-                format!("anchors in that file: {}", known.join(", "))
-            })
-        })?;
-        let lang = canon
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or("")
-            .to_string();
-        Ok((code, lang))
+    if !canon.starts_with(&root) {
+        return Err(Diagnostic::error(
+            Code::Include,
+            None,
+            format!("refusing to include `{path}`: it is outside the project"),
+        )
+        .hint("only files inside the project can be included"));
     }
+    let src = std::fs::read_to_string(&canon).map_err(|e| {
+        Diagnostic::error(Code::Include, None, format!("cannot read `{path}`")).label(e.to_string())
+    })?;
+    let code = extract_anchor(&src, anchor).map_err(|known| {
+        Diagnostic::error(
+            Code::Include,
+            None,
+            format!("no anchor `{}` in `{path}`", anchor.unwrap_or_default()),
+        )
+        .hint(if known.is_empty() {
+            "mark the lines with `// ANCHOR: name` and `// ANCHOR_END: name`".to_string()
+        } else {
+            format!("anchors in that file: {}", known.join(", "))
+        })
+    })?;
+    let lang = canon
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_string();
+    Ok((code, lang))
 }
 
 #[cfg(test)]

@@ -17,16 +17,17 @@ mod answers;
 mod directives;
 mod html;
 mod inlines;
-mod listings;
+pub(crate) mod listings;
 mod math;
 mod notes;
-mod numbering;
+pub(crate) mod numbering;
 mod search;
 mod tables;
 mod walk;
 
 pub use html::escape_text;
 pub use math::KatexCache;
+pub use walk::slugify;
 
 use super::claims::ClaimRecord;
 use super::diag::{Diagnostic, Sources};
@@ -60,6 +61,11 @@ pub struct RenderedChapter {
     pub toc: Vec<TocEntry>,
     pub search: Vec<SearchEntry>,
     pub counts: Counts,
+    /// What each inline construct of the chapter reads as, in plain text (indexed like
+    /// `Chapter::inlines`): the print edition writes the same values.
+    pub inline_text: Vec<String>,
+    /// The works the chapter cites, in its reference list's order.
+    pub references: Vec<crate::book::cite::Work>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]

@@ -14,6 +14,10 @@ use pulldown_cmark::{Event, HeadingLevel, Tag, TagEnd};
 
 impl Renderer<'_> {
     /// Renders one chapter.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one walk over the nodes, an arm per kind of block, read top to bottom"
+    )]
     pub(super) fn chapter(&mut self, ch: &Chapter) -> RenderedChapter {
         let mut inlines = self.inlines(ch);
         let references = self.citations(ch, &mut inlines);
@@ -113,6 +117,8 @@ impl Renderer<'_> {
             toc,
             search,
             counts,
+            inline_text: inlines.into_iter().map(|o| o.text).collect(),
+            references,
         }
     }
 
