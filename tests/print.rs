@@ -173,7 +173,9 @@ fn formulas_typeset_one_by_one() {
     for tex in formulas {
         let math = revtx_pdf::latex_to_typst(tex).unwrap_or_else(|e| panic!("{tex}: {e}"));
         let doc = revtx_pdf::Document {
-            main: format!("$ {math} $\n"),
+            main: format!(
+                "#set document(title: [f])\n#math.equation(block: true, alt: \"f\", $ {math} $.body)\n"
+            ),
             files: std::collections::HashMap::new(),
             epoch: None,
             ident: "formula".into(),

@@ -9,7 +9,8 @@ poppler's tools it checks that:
   - every font is embedded (pdffonts), the PDF is tagged and has a title (pdfinfo);
   - every checked figure's and inserted value's formatted text, and every asserted
     statement's words, appear in the PDF's text (pdftotext), with the counts;
-  - every "Figure N.M" and "Table N.M" the site's pages number appears in it;
+  - every "Figure N.M", "Table N.M" and equation "(N.M)" the site's pages number appears
+    in it, and it declares PDF/UA-1;
 and renders its first pages to tests/artifacts/pdf-NAME-page-K.png for a person to see.
 Text is compared with whitespace, hyphens and quote styles ignored, since typesetting
 breaks lines, hyphenates words and curls quotes.
@@ -103,6 +104,8 @@ def main() -> int:
     title = re.search(r"^Title:\s+(.+)$", info, re.M)
     if not title:
         failures.append("the PDF has no title")
+    if b"pdfuaid:part" not in pdf.read_bytes():
+        failures.append("the PDF does not declare PDF/UA-1 in its metadata")
 
     fonts = run("pdffonts", str(pdf)).splitlines()[2:]
     if not fonts:
@@ -147,8 +150,9 @@ def main() -> int:
     for page in sorted(site.glob("*.html")):
         html = page.read_text(encoding="utf-8")
         numbers |= set(re.findall(r'class="(?:fig|tab)-num">((?:Figure|Table) [A-Z0-9]+\.\d+)', html))
-    missing = sorted(n for n in numbers if norm(n + ".") not in text)
-    print(f"figure and table numbers: {len(numbers) - len(missing)} of {len(numbers)} found")
+        numbers |= set(re.findall(r'class="eq-num">(\([A-Z0-9]+\.\d+\))<', html))
+    missing = sorted(n for n in numbers if norm(n) not in text)
+    print(f"figure, table and equation numbers: {len(numbers) - len(missing)} of {len(numbers)} found")
     failures += [f"{n} is not in the PDF" for n in missing]
     if not numbers:
         failures.append("the site numbers no figure or table")

@@ -53,7 +53,7 @@ impl std::fmt::Display for Problem {
     }
 }
 
-/// Typesets `doc` into a tagged PDF (PDF/UA-1 where the document allows it).
+/// Typesets `doc` into a tagged PDF/UA-1 document.
 ///
 /// # Errors
 /// typst's errors (and, with them, its warnings), each with its line of the markup.
@@ -64,20 +64,18 @@ pub fn typeset(doc: &Document) -> Result<Vec<u8>, Vec<Problem>> {
         .output
         .map_err(|errs| problems(&world, errs.iter().chain(&warned.warnings)))?;
     let timestamp = doc.epoch.and_then(date).map(Timestamp::new_utc);
-    let standard = |list: &[PdfStandard]| PdfStandards::new(list).unwrap_or_default();
-    let options = |standards| PdfOptions {
+    // PDF/UA-1: tagged, with a language, a title, and alt text on every image and formula;
+    // typst refuses a document that falls short, and that is an error here, not a fallback.
+    let options = PdfOptions {
         ident: typst::foundations::Smart::Custom(doc.ident.clone()),
         creator: typst::foundations::Smart::Custom(Some("revtx-book".into())),
         timestamp,
         page_ranges: None,
-        standards,
+        standards: PdfStandards::new(&[PdfStandard::Ua_1]).unwrap_or_default(),
         tagged: true,
         pretty: false,
     };
-    // PDF/UA-1 where every element qualifies; a plain tagged PDF otherwise.
-    typst_pdf::pdf(&document, &options(standard(&[PdfStandard::Ua_1])))
-        .or_else(|_| typst_pdf::pdf(&document, &options(standard(&[]))))
-        .map_err(|errs| problems(&world, errs.iter()))
+    typst_pdf::pdf(&document, &options).map_err(|errs| problems(&world, errs.iter()))
 }
 
 /// typst's diagnostics as problems (errors first, as given).

@@ -371,9 +371,10 @@ impl Printer<'_> {
         }
     }
 
-    /// A display formula, numbered as on the site.
+    /// A display formula, numbered as on the site; its LaTeX is its alt text.
     fn equation(&mut self, m: &Math, number: Option<&Number>) -> String {
         let math = self.math(m);
+        let alt = string(m.tex.trim());
         let label = number.map(|n| n.label.trim_matches(['(', ')']).to_string());
         let id = number
             .and_then(|n| n.id.as_deref())
@@ -381,9 +382,12 @@ impl Printer<'_> {
             .unwrap_or_default();
         match label {
             Some(l) if !l.is_empty() => {
-                format!("\n#numbered-equation({})[$ {math} $]{id}\n", string(&l))
+                format!(
+                    "\n#numbered-equation({}, {alt}, $ {math} $){id}\n",
+                    string(&l)
+                )
             }
-            _ => format!("\n$ {math} $\n"),
+            _ => format!("\n#formula({alt}, $ {math} $)\n"),
         }
     }
 
@@ -402,7 +406,7 @@ impl Printer<'_> {
                 Node::Inline(n) => out.push_str(&self.inline(w, *n)),
                 Node::Math(m) if !m.display => {
                     let math = self.math(m);
-                    let _ = write!(out, "${math}$");
+                    let _ = write!(out, "#formula({}, ${math}$)", string(m.tex.trim()));
                 }
                 Node::Math(m) => {
                     let number = at.and_then(|a| w.numbers.get(&(a + k))).cloned();
