@@ -13,7 +13,7 @@ MODELS := reference,noscale,softq,nomask
 # The least number of pages the book's PDF may have (title, contents, the chapter).
 PDF_PAGES := 12
 
-.PHONY: site test check setup build bench crosscheck browser textbook lint-workflows clean-site
+.PHONY: site test check setup build bench crosscheck browser textbook guide lint-workflows clean-site
 
 setup:
 	@scripts/setup-libtorch.sh
@@ -36,7 +36,8 @@ check: build
 # lacks); the site built from those runs, with its PDF: the PDF against the claims and the
 # site's numbering (poppler), the widget's JavaScript model against the engine's decodes
 # under Node, then the site in headless Chromium; the fixture textbook (three parts, one
-# shared run) built and checked in print and in Chromium too; the workflows, linted.
+# shared run) built and checked in print and in Chromium too; the guide (guide/book/)
+# built with warnings denied; BENCHMARKS.md against bench/records/; the workflows, linted.
 test: build
 	$(CARGO) test --release --locked --workspace
 	$(BIN) numerics
@@ -50,6 +51,8 @@ test: build
 	scripts/build-textbook.sh
 	python3 tests/pdf/check.py target/textbook/site target/textbook/book/claims.json --pages 5 --name textbook
 	SITE=target/textbook/site node --test tests/browser/textbook.check.mjs
+	scripts/build-guide.sh
+	python3 scripts/benchmarks.py --check
 	node tests/browser/lint-workflows.mjs .github/workflows/*.yml
 
 bench: build
@@ -74,6 +77,10 @@ textbook: build
 	tests/browser/setup.sh
 	scripts/build-textbook.sh
 	SITE=target/textbook/site node --test tests/browser/textbook.check.mjs
+
+# The user guide, built into target/guide/site (published at /guide/ by pages.yml).
+guide: build
+	scripts/build-guide.sh
 
 lint-workflows:
 	tests/browser/setup.sh

@@ -11,18 +11,21 @@ cache, in alternating rounds.
          typeset again.
 cold minus draft is the time typesetting adds; warm minus draft, what a build that changed
 nothing in print pays. Prints medians and min–max with the PDF's pages and size, and with
---json writes them with the machine, the commit, the date and the command line.
+--json (a file, or a directory such as bench/records/) writes them as a benchmark record
+(scripts/bench_record.py) with the machine, the commit, the date and the command line.
 """
 
 import argparse
 import json
 import os
-import platform
 import shutil
 import statistics
 import subprocess
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_record  # noqa: E402
 
 
 def timed(cmd):
@@ -32,28 +35,6 @@ def timed(cmd):
     if r.returncode != 0:
         sys.exit(f"{' '.join(cmd)} failed:\n{r.stderr[-2000:]}")
     return took
-
-
-def cpu():
-    info = {"model": platform.processor() or platform.machine(), "cores": os.cpu_count()}
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                k, v = k.strip(), v.strip()
-                if k == "model name":
-                    info["model"] = v
-                elif k == "cpu family":
-                    info["family"] = int(v)
-                elif k == "model":
-                    info["model_number"] = int(v)
-                elif k == "flags":
-                    flags = set(v.split())
-                    info["isa"] = [x for x in ("avx2", "fma", "avx512f") if x in flags]
-                    break
-    except OSError:
-        pass
-    return info
 
 
 def main():
@@ -89,25 +70,22 @@ def main():
           f"{(summary['warm']['median_s'] - summary['draft']['median_s']) * 1000:.0f} ms warm")
     print(f"pdf: {pdfs[0]}, {pages} pages, {os.path.getsize(pdf) // 1024} KiB")
     if a.json:
-        commit = subprocess.run(["git", "-C", a.root, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", a.root, "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True).stdout.strip() != ""
-        record = {
-            "benchmark": "print",
-            "command": " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
-            "commit": commit,
-            "dirty": dirty,
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "machine": cpu(),
-            "rounds": a.rounds,
-            "seconds": summary,
-            "pdf": {"file": pdfs[0], "pages": pages, "bytes": os.path.getsize(pdf)},
-        }
-        os.makedirs(os.path.dirname(a.json) or ".", exist_ok=True)
-        with open(a.json, "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=2)
-            f.write("\n")
-        print(f"record: {a.json}")
+        path = bench_record.write(
+            a.json,
+            "print",
+            [
+                {"name": "draft build, --no-pdf", "value": summary["draft"]["median_s"] * 1000, "unit": "ms"},
+                {"name": "build, PDF cached", "value": summary["warm"]["median_s"] * 1000, "unit": "ms"},
+                {"name": "build, PDF typeset", "value": summary["cold"]["median_s"] * 1000, "unit": "ms"},
+                {"name": "pages", "value": pages, "unit": "count"},
+                {"name": "size", "value": os.path.getsize(pdf) / 1024, "unit": "KiB"},
+            ],
+            root=a.root,
+            rounds=a.rounds,
+            seconds=summary,
+            pdf={"file": pdfs[0], "pages": pages, "bytes": os.path.getsize(pdf)},
+        )
+        print(f"record: {path}")
 
 
 if __name__ == "__main__":

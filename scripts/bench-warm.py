@@ -13,7 +13,8 @@ For each binary:
 --old-root gives the old binary its own tree (a worktree of an older commit, whose book
 the old binary can read); both default to --root.
 Rounds alternate the binaries so that a busy machine slows both alike. Prints medians and
-min–max, and with --json writes them with the machine, the commit and the date.
+min–max, and with --json (a file, or a directory such as bench/records/) writes a
+benchmark record (scripts/bench_record.py): machine, commit, date and command line.
 """
 
 import argparse
@@ -26,6 +27,9 @@ import subprocess
 import sys
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import bench_record  # noqa: E402
 
 
 def free_port():
@@ -141,9 +145,14 @@ def main():
             print(f"{what:<7}{k:<4} median {s['median_ms']:>7.1f} ms  (min {s['min_ms']:.1f}, max {s['max_ms']:.1f}, n={s['n']})")
     print(f"# {record['machine']}; commit {commit}")
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(record, f, indent=2)
-            f.write("\n")
+        old = record["commits"]["old"]
+        figures = [
+            {"name": f"warm build, old {old}", "value": record["build"]["old"]["median_ms"], "unit": "ms"},
+            {"name": "warm build", "value": record["build"]["new"]["median_ms"], "unit": "ms"},
+            {"name": f"reload, old {old}", "value": record["reload"]["old"]["median_ms"], "unit": "ms"},
+            {"name": "reload", "value": record["reload"]["new"]["median_ms"], "unit": "ms"},
+        ]
+        print("record:", bench_record.write(a.json, "warm-rebuild", figures, root=root, detail=record))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
-//! Interrupting `build`, as the README promises: Ctrl-C (SIGINT to the process group, so
-//! the engines get it too) or SIGTERM (to `revtx-book` alone) stops the engines, starts no
-//! queued run, leaves the site and the finished cache entries as they were, and exits 1;
-//! a second signal exits at once, with 130.
+//! Interrupting `build`, as the guide promises (its chapter on runs): Ctrl-C (SIGINT to
+//! the process group, so the engines get it too) or SIGTERM (to `revtx-book` alone) stops
+//! the engines, starts no queued run, leaves the site and the finished cache entries as
+//! they were, and exits 1; a second signal exits at once, with 130.
 
 mod common;
 use common::*;

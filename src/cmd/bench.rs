@@ -43,6 +43,11 @@ pub struct BenchArgs {
     /// Project root, for `--cold`.
     #[arg(long, default_value = ".")]
     root: PathBuf,
+    /// Write the medians as a benchmark record: a file, or a directory such as
+    /// `bench/records/` (named by benchmark, commit and machine). `scripts/benchmarks.py`
+    /// makes BENCHMARKS.md from the records.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -173,6 +178,15 @@ pub fn bench(args: &BenchArgs) -> ExitCode {
         }
     }
     report(args, &s);
+    if let Some(path) = &args.json {
+        match write_record(args, &s, path) {
+            Ok(p) => println!("record: {}", p.display()),
+            Err(e) => {
+                eprintln!("error: cannot write the record to {}: {e}", path.display());
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     if args.cold {
         return cold(args, median(s.peak.clone()), median(s.peak_avx2.clone()));
     }
@@ -370,4 +384,98 @@ fn cold(args: &BenchArgs, peak: f64, peak_avx2: f64) -> ExitCode {
         seconds / floor(peak_avx2)
     );
     ExitCode::SUCCESS
+}
+
+/// The CPU as `/proc/cpuinfo` names it: model name, family, model, vector ISA, cores (the
+/// fields of `scripts/bench_record.py`).
+fn machine() -> Value {
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == name))
+            .and_then(|l| l.split_once(':'))
+            .map(|(_, v)| v.trim().to_string())
+    };
+    let flags = field("flags").unwrap_or_default();
+    let isa: Vec<&str> = ["avx2", "fma", "avx512f", "amx_tile"]
+        .into_iter()
+        .filter(|f| flags.split_whitespace().any(|x| x == *f))
+        .collect();
+    serde_json::json!({
+        "model": field("model name").unwrap_or_else(|| "unknown".into()),
+        "family": field("cpu family").and_then(|v| v.parse::<u32>().ok()),
+        "model_number": field("model").and_then(|v| v.parse::<u32>().ok()),
+        "isa": isa,
+        "cores": std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
+    })
+}
+
+/// Writes the engine benchmark's record; returns its path.
+fn write_record(args: &BenchArgs, s: &Samples, path: &std::path::Path) -> std::io::Result<PathBuf> {
+    let git = |a: &[&str]| {
+        Command::new("git")
+            .arg("-C")
+            .arg(&args.root)
+            .args(a)
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+            .unwrap_or_default()
+    };
+    let commit = git(&["rev-parse", "HEAD"]);
+    let dirty = !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty();
+    let machine = machine();
+    let fig = |name: &str, v: &[f64], unit: &str| {
+        (!v.is_empty()).then(|| serde_json::json!({"name": name, "value": median(v.to_vec()), "unit": unit}))
+    };
+    let figures: Vec<Value> = [
+        fig("engine, portable", &s.portable, "steps/s"),
+        fig("engine, portable, AVX2 kernels", &s.portable_avx2, "steps/s"),
+        fig("engine, unpinned", &s.native, "steps/s"),
+        fig("PyTorch peer, unpinned", &s.peer, "steps/s"),
+        fig("PyTorch peer, pinned", &s.peer_pinned, "steps/s"),
+        fig("sgemm peak", &s.peak, "GFLOP/s"),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let record = serde_json::json!({
+        "benchmark": "engine",
+        "command": std::env::args().collect::<Vec<_>>().join(" "),
+        "commit": commit,
+        "dirty": dirty,
+        "date": utc_now(),
+        "machine": machine,
+        "figures": figures,
+        "threads": args.threads,
+        "rounds": args.rounds,
+        "steps": args.steps,
+        "gflop_per_step": s.gflop_per_step,
+    });
+    let file = if path.is_dir() || path.to_string_lossy().ends_with('/') {
+        let model = machine["model"].as_str().unwrap_or("cpu").replace("(R)", "").replace("(TM)", "");
+        let slug: Vec<String> = model
+            .split_whitespace()
+            .filter(|w| w.chars().all(char::is_alphanumeric))
+            .take(3)
+            .map(str::to_lowercase)
+            .collect();
+        path.join(format!("engine-{}-{}.json", commit.get(..7).unwrap_or("nogit"), slug.join("-")))
+    } else {
+        path.to_path_buf()
+    };
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(&file, serde_json::to_string_pretty(&record).unwrap_or_default() + "\n")?;
+    Ok(file)
+}
+
+/// The time now in UTC, `2026-12-04T18:51:00Z` (from `date`, as the scripts' records).
+fn utc_now() -> String {
+    Command::new("date")
+        .args(["-u", "+%Y-%m-%dT%H:%M:%SZ"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
 }

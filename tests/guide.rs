@@ -1,0 +1,179 @@
+//! The guide (`guide/book/`) against the code: every list it gives of something the code
+//! defines (commands and options, expression helpers, figure and table kinds, presets,
+//! book.toml keys) must name exactly what the code has. The guide is built, with warnings
+//! denied, by `scripts/build-guide.sh` in `make test`; its appendix of diagnostics is
+//! generated and checked by `tests/fixtures.rs`.
+
+mod common;
+use common::*;
+use revtx_book::book::figures::FigureKind;
+use revtx_book::book::kinds::Kinds;
+use revtx_book::book::tables::TableKind;
+use std::collections::BTreeSet;
+
+fn chapter(name: &str) -> String {
+    std::fs::read_to_string(repo().join("guide/book").join(name)).unwrap()
+}
+
+/// The first cells of the rows of the markdown table that follows `heading` in `text`.
+fn first_column(text: &str, heading: &str) -> Vec<String> {
+    let start = text.find(heading).unwrap_or_else(|| panic!("no `{heading}`"));
+    text[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(|l| l.split(" | ").next().unwrap().trim_start_matches('|').trim().to_string())
+        .collect()
+}
+
+/// The words in backticks of `cell`, each up to its first `(`; a filter's `xs | name(…)`
+/// gives `name`.
+fn names_in(cell: &str) -> Vec<String> {
+    cell.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|code| {
+            let code = code.rsplit("\\| ").next().unwrap();
+            code.split('(').next().unwrap().trim().to_string()
+        })
+        .collect()
+}
+
+fn set(v: impl IntoIterator<Item = String>) -> BTreeSet<String> {
+    v.into_iter().collect()
+}
+
+fn same(what: &str, guide: &BTreeSet<String>, code: &BTreeSet<String>) {
+    let missing: Vec<_> = code.difference(guide).collect();
+    let extra: Vec<_> = guide.difference(code).collect();
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{what}: the guide lacks {missing:?} and names {extra:?}, which the code does not have"
+    );
+}
+
+#[test]
+fn the_helpers_table_lists_every_registered_helper() {
+    let src = std::fs::read_to_string(repo().join("src/book/expr/mod.rs")).unwrap();
+    let code = set(src
+        .split("env.add_")
+        .skip(1)
+        .filter(|s| s.starts_with("function(\"") || s.starts_with("filter(\""))
+        .map(|s| s.split('"').nth(1).unwrap().to_string()));
+    assert!(code.len() >= 20, "{code:?}");
+    let guide = set(first_column(&chapter("expressions.md"), "## Helpers")
+        .iter()
+        .flat_map(|c| names_in(c)));
+    same("helpers", &guide, &code);
+}
+
+#[test]
+fn the_kind_tables_list_every_kind() {
+    let kinds = chapter("kinds.md");
+    let figures = set(first_column(&kinds, "## Figure kinds")
+        .iter()
+        .flat_map(|c| names_in(c)));
+    same(
+        "figure kinds",
+        &figures,
+        &set(FigureKind::NAMES.iter().map(ToString::to_string)),
+    );
+    let tables = set(first_column(&kinds, "## Table kinds")
+        .iter()
+        .flat_map(|c| names_in(c)));
+    same(
+        "table kinds",
+        &tables,
+        &set(TableKind::NAMES.iter().map(ToString::to_string)),
+    );
+}
+
+#[test]
+fn the_preset_table_lists_every_preset() {
+    let guide = set(first_column(&chapter("runs.md"), "## Presets")
+        .iter()
+        .flat_map(|c| names_in(c)));
+    let code = set(revtx_spec::experiments::PRESETS
+        .iter()
+        .map(|p| p.name.to_string()));
+    same("presets", &guide, &code);
+}
+
+#[test]
+fn the_book_toml_keys_are_the_config_fields() {
+    let src = std::fs::read_to_string(repo().join("src/book/parse/mod.rs")).unwrap();
+    let body = &src[src.find("pub struct BookConfig {").unwrap()..];
+    let body = &body[..body.find("\n}").unwrap()];
+    let code = set(body
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("pub "))
+        .filter(|l| !l.starts_with("struct "))
+        .map(|l| l.split(':').next().unwrap().to_string()));
+    assert!(code.contains("title") && code.contains("chapters"), "{code:?}");
+    let writing = chapter("writing.md");
+    let para = writing
+        .lines()
+        .find(|l| l.starts_with("`book/book.toml` holds"))
+        .expect("the settings paragraph");
+    let guide = set(names_in(para)
+        .into_iter()
+        .filter(|n| !n.contains('/') && !n.contains(' ') && n != "inline" && n != "end"));
+    same("book.toml keys", &guide, &code);
+}
+
+/// Every command of `revtx-book --help` has a row in the guide's table of commands, and
+/// every option of every command's `--help` is named there; the guide names no option the
+/// command line lacks.
+#[test]
+fn the_commands_and_options_are_the_command_lines() {
+    let bin = env!("CARGO_BIN_EXE_revtx-book");
+    let help = |args: &[&str]| {
+        let out = std::process::Command::new(bin).args(args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let top = help(&["--help"]);
+    let commands: Vec<String> = top
+        .lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|c| c != "help")
+        .collect();
+    assert!(commands.len() >= 9, "{commands:?}");
+    let mut options = BTreeSet::new();
+    for c in &commands {
+        // `run` forwards everything, `--help` included, to the engine.
+        if c == "run" {
+            continue;
+        }
+        let h = help(&[c, "--help"]);
+        for word in h.split(|ch: char| ch.is_whitespace() || ch == ',' || ch == '[' || ch == ']') {
+            if let Some(opt) = word.strip_prefix("--") {
+                let opt: String = opt
+                    .chars()
+                    .take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '-')
+                    .collect();
+                if !opt.is_empty() && opt != "help" && opt != "version" {
+                    options.insert(format!("--{opt}"));
+                }
+            }
+        }
+    }
+    assert!(options.len() >= 20, "{options:?}");
+    let guide = chapter("getting-started.md");
+    let section = &guide[guide.find("## The commands").unwrap()..];
+    let section = &section[..section.find("\n## ").unwrap()];
+    let rows = set(first_column(section, "| command |")
+        .iter()
+        .flat_map(|c| names_in(c)));
+    same("commands", &rows, &set(commands));
+    let named = set(section
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|w| w.starts_with("--") && *w != "--help")
+        .map(ToString::to_string));
+    same("options", &named, &options);
+}
