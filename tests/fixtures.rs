@@ -235,7 +235,12 @@ struct Example {
     message: String,
 }
 
-fn example(name: &str, files: &[(String, String)], out: &Outcome, d: &revtx_book::book::diag::Diagnostic) -> Example {
+fn example(
+    name: &str,
+    files: &[(String, String)],
+    out: &Outcome,
+    d: &revtx_book::book::diag::Diagnostic,
+) -> Example {
     let located = d
         .span
         .as_ref()
@@ -243,7 +248,14 @@ fn example(name: &str, files: &[(String, String)], out: &Outcome, d: &revtx_book
     let (file, source) = files
         .iter()
         .find(|(f, _)| {
-            let in_book = if f.ends_with(".book.toml") { "book.toml" } else if f.ends_with(".md") && files.len() == 1 { "chapter.md" } else { f.as_str() };
+            let ext = std::path::Path::new(f).extension().and_then(|e| e.to_str());
+            let in_book = if f.ends_with(".book.toml") {
+                "book.toml"
+            } else if ext == Some("md") && files.len() == 1 {
+                "chapter.md"
+            } else {
+                f.as_str()
+            };
             located.as_deref().is_some_and(|l| l.ends_with(in_book))
         })
         .or(files.first())
@@ -271,30 +283,37 @@ fn diagnostics_appendix(examples: &std::collections::BTreeMap<Code, Example>) {
     );
     for &code in Code::ALL {
         let _ = write!(md, "\n### `{}`\n\n{}\n", code.name(), code.about());
-        match examples.get(&code) {
-            Some(e) => {
-                let lines: Vec<&str> = e.source.lines().collect();
-                let shown = if lines.len() <= 40 {
-                    e.source.trim_end().to_string()
-                } else {
-                    format!("{}\n…", lines[..40].join("\n"))
-                };
-                let lang = if e.file.ends_with(".md") { "markdown" } else if e.file.ends_with(".bib") { "bibtex" } else { "toml" };
-                let _ = write!(
+        if let Some(e) = examples.get(&code) {
+            let lines: Vec<&str> = e.source.lines().collect();
+            let shown = if lines.len() <= 40 {
+                e.source.trim_end().to_string()
+            } else {
+                format!("{}\n…", lines[..40].join("\n"))
+            };
+            let lang = match std::path::Path::new(&e.file)
+                .extension()
+                .and_then(|x| x.to_str())
+            {
+                Some("md") => "markdown",
+                Some("bib") => "bibtex",
+                _ => "toml",
+            };
+            let _ = write!(
                     md,
                     "\nFrom the fixture `{}`, its file `{}`:\n\n`````{lang}\n{shown}\n`````\n\n```text\n{}\n```\n",
                     e.fixture,
                     e.file,
                     e.message.trim_end()
                 );
-            }
-            None => {
-                let file = PRODUCED_ELSEWHERE
-                    .iter()
-                    .find(|(c, _)| *c == code)
-                    .map_or("a test", |(_, f)| f);
-                let _ = write!(md, "\nNo fixture book can produce it; `{file}` does, and checks it.\n");
-            }
+        } else {
+            let file = PRODUCED_ELSEWHERE
+                .iter()
+                .find(|(c, _)| *c == code)
+                .map_or("a test", |(_, f)| f);
+            let _ = write!(
+                md,
+                "\nNo fixture book can produce it; `{file}` does, and checks it.\n"
+            );
         }
     }
     let path = repo().join("guide/book/diagnostics.md");

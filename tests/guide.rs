@@ -17,13 +17,22 @@ fn chapter(name: &str) -> String {
 
 /// The first cells of the rows of the markdown table that follows `heading` in `text`.
 fn first_column(text: &str, heading: &str) -> Vec<String> {
-    let start = text.find(heading).unwrap_or_else(|| panic!("no `{heading}`"));
+    let start = text
+        .find(heading)
+        .unwrap_or_else(|| panic!("no `{heading}`"));
     text[start..]
         .lines()
         .skip_while(|l| !l.starts_with('|'))
         .take_while(|l| l.starts_with('|'))
         .skip(2)
-        .map(|l| l.split(" | ").next().unwrap().trim_start_matches('|').trim().to_string())
+        .map(|l| {
+            l.split(" | ")
+                .next()
+                .unwrap()
+                .trim_start_matches('|')
+                .trim()
+                .to_string()
+        })
         .collect()
 }
 
@@ -110,7 +119,10 @@ fn the_book_toml_keys_are_the_config_fields() {
         .filter_map(|l| l.trim().strip_prefix("pub "))
         .filter(|l| !l.starts_with("struct "))
         .map(|l| l.split(':').next().unwrap().to_string()));
-    assert!(code.contains("title") && code.contains("chapters"), "{code:?}");
+    assert!(
+        code.contains("title") && code.contains("chapters"),
+        "{code:?}"
+    );
     let writing = chapter("writing.md");
     let para = writing
         .lines()

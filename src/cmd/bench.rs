@@ -426,11 +426,16 @@ fn write_record(args: &BenchArgs, s: &Samples, path: &std::path::Path) -> std::i
     let dirty = !git(&["status", "--porcelain", "--untracked-files=no"]).is_empty();
     let machine = machine();
     let fig = |name: &str, v: &[f64], unit: &str| {
-        (!v.is_empty()).then(|| serde_json::json!({"name": name, "value": median(v.to_vec()), "unit": unit}))
+        (!v.is_empty())
+            .then(|| serde_json::json!({"name": name, "value": median(v.to_vec()), "unit": unit}))
     };
     let figures: Vec<Value> = [
         fig("engine, portable", &s.portable, "steps/s"),
-        fig("engine, portable, AVX2 kernels", &s.portable_avx2, "steps/s"),
+        fig(
+            "engine, portable, AVX2 kernels",
+            &s.portable_avx2,
+            "steps/s",
+        ),
         fig("engine, unpinned", &s.native, "steps/s"),
         fig("PyTorch peer, unpinned", &s.peer, "steps/s"),
         fig("PyTorch peer, pinned", &s.peer_pinned, "steps/s"),
@@ -453,21 +458,32 @@ fn write_record(args: &BenchArgs, s: &Samples, path: &std::path::Path) -> std::i
         "gflop_per_step": s.gflop_per_step,
     });
     let file = if path.is_dir() || path.to_string_lossy().ends_with('/') {
-        let model = machine["model"].as_str().unwrap_or("cpu").replace("(R)", "").replace("(TM)", "");
+        let model = machine["model"]
+            .as_str()
+            .unwrap_or("cpu")
+            .replace("(R)", "")
+            .replace("(TM)", "");
         let slug: Vec<String> = model
             .split_whitespace()
             .filter(|w| w.chars().all(char::is_alphanumeric))
             .take(3)
             .map(str::to_lowercase)
             .collect();
-        path.join(format!("engine-{}-{}.json", commit.get(..7).unwrap_or("nogit"), slug.join("-")))
+        path.join(format!(
+            "engine-{}-{}.json",
+            commit.get(..7).unwrap_or("nogit"),
+            slug.join("-")
+        ))
     } else {
         path.to_path_buf()
     };
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    std::fs::write(&file, serde_json::to_string_pretty(&record).unwrap_or_default() + "\n")?;
+    std::fs::write(
+        &file,
+        serde_json::to_string_pretty(&record).unwrap_or_default() + "\n",
+    )?;
     Ok(file)
 }
 
