@@ -8,17 +8,6 @@ mod common;
 use common::*;
 use revtx_book::book::codes::Code;
 
-fn textbook() -> Project {
-    let p = Project::new("# unused\n");
-    let book = p.root().join("book");
-    std::fs::remove_file(book.join("chapter.md")).unwrap();
-    for e in std::fs::read_dir(repo().join("tests/fixtures/textbook/book")).unwrap() {
-        let path = e.unwrap().path();
-        std::fs::copy(&path, book.join(path.file_name().unwrap())).unwrap();
-    }
-    p
-}
-
 fn build_with_pdf(p: &Project) -> revtx_book::book::Outcome {
     let mut opts = p.options(true);
     opts.pdf = true;
@@ -29,7 +18,7 @@ const PDF: &str = "site/a-fixture-textbook.pdf";
 
 #[test]
 fn the_print_edition_is_written_with_the_site_and_is_the_same_every_time() {
-    let p = textbook();
+    let p = Project::textbook();
     let t = std::time::Instant::now();
     let out = build_with_pdf(&p);
     println!(

@@ -5,25 +5,13 @@
 mod common;
 use common::*;
 
-/// The textbook as a project: its `book/` files over a fresh fixture project.
-fn textbook() -> Project {
-    let p = Project::new("# unused\n");
-    let book = p.root().join("book");
-    std::fs::remove_file(book.join("chapter.md")).unwrap();
-    for e in std::fs::read_dir(repo().join("tests/fixtures/textbook/book")).unwrap() {
-        let path = e.unwrap().path();
-        std::fs::copy(&path, book.join(path.file_name().unwrap())).unwrap();
-    }
-    p
-}
-
 fn page(p: &Project, name: &str) -> String {
     std::fs::read_to_string(p.root().join("site").join(name)).unwrap()
 }
 
 #[test]
 fn the_textbook_builds_with_one_run_for_three_parts() {
-    let p = textbook();
+    let p = Project::textbook();
     let t = std::time::Instant::now();
     let out = revtx_book::book::build(&p.options(true));
     println!(
@@ -123,7 +111,7 @@ fn the_textbook_builds_with_one_run_for_three_parts() {
 /// once trained it is cached for all of them.
 #[test]
 fn the_plan_covers_every_part_of_the_book() {
-    let p = textbook();
+    let p = Project::textbook();
     let plan = |p: &Project| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_revtx-book"))
             .args(["plan", "--root"])

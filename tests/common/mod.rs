@@ -72,6 +72,18 @@ impl Project {
         p
     }
 
+    /// The fixture textbook (`tests/fixtures/textbook/book/`) over a fresh fixture project.
+    pub fn textbook() -> Self {
+        let p = Project::new("# unused\n");
+        let book = p.root().join("book");
+        std::fs::remove_file(book.join("chapter.md")).unwrap();
+        for e in std::fs::read_dir(repo().join("tests/fixtures/textbook/book")).unwrap() {
+            let path = e.unwrap().path();
+            std::fs::copy(&path, book.join(path.file_name().unwrap())).unwrap();
+        }
+        p
+    }
+
     pub fn root(&self) -> &Path {
         self.dir.path()
     }
