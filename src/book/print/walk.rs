@@ -474,7 +474,7 @@ impl Printer<'_> {
         let value = w.rendered.inline_text.get(n).map_or("", String::as_str);
         match &w.ch.inlines[n].node {
             Inline::Ref { id } if self.labels.contains(id.as_str()) => {
-                format!("#link(<{id}>)[{}]", text(value))
+                format!("#link(<{id}>)[{}]#page-of(<{id}>)", text(value))
             }
             Inline::Claim { .. }
             | Inline::Insert { .. }
