@@ -59,9 +59,13 @@ def render() -> str:
     ]
     for bench in sorted({r["benchmark"] for r in records}):
         rows = [r for r in records if r["benchmark"] == bench]
+        # One row per machine: its model, family, model number and cores (the vector
+        # instructions listed vary with the script that wrote the record).
         latest = {}
         for r in sorted(rows, key=lambda r: r["date"]):
-            latest[machine_name(r["machine"])] = r
+            m = r["machine"]
+            latest[(m.get("model"), m.get("family"), m.get("model_number"), m.get("cores"))] = r
+        latest = {machine_name(r["machine"]): r for r in latest.values()}
         names = []
         for r in latest.values():
             for fig in r["figures"]:
