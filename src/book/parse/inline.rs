@@ -563,15 +563,18 @@ fn value(
     }
 }
 
-/// The `}` closing the `{` at `open`, on the same line, skipping quoted strings and nested braces.
+/// The `}` closing the `{` at `open`, on the same line, skipping nested braces and, in an
+/// expression, quoted strings. A literal's reason, a label or a reference is plain words,
+/// where an apostrophe is just an apostrophe (`{! the issue's goal}`).
 fn matching_brace(src: &str, open: usize) -> Option<usize> {
     let mut depth = 0;
     let mut quote: Option<u8> = None;
+    let strings = !matches!(src.as_bytes().get(open + 1), Some(b'!' | b'#' | b'@'));
     for (k, &b) in src.as_bytes()[open..].iter().enumerate() {
         match (quote, b) {
             (_, b'\n') => return None,
             (Some(q), c) if c == q => quote = None,
-            (None, b'"' | b'\'') => quote = Some(b),
+            (None, b'"' | b'\'') if strings => quote = Some(b),
             (None, b'{') => depth += 1,
             (None, b'}') => {
                 depth -= 1;

@@ -270,6 +270,18 @@ fn literals_and_links_are_not_assertions() {
         .any(|n| matches!(n, Node::Md(Event::Code(t)) if &**t == "[a]{? b}")));
 }
 
+/// A literal's reason is words: an apostrophe in it does not open a string.
+#[test]
+fn a_literal_reason_may_hold_an_apostrophe() {
+    let (c, d) = parse("# T\n\nAt least [2.0×]{! the issue's goal} and [3]{! ours}.\n");
+    assert!(d.is_empty(), "{d:?}");
+    assert_eq!(c.inlines.len(), 2);
+    assert!(matches!(
+        &c.inlines[0].node,
+        Inline::Literal { quoted, reason, .. } if quoted == "2.0×" && reason == "the issue's goal"
+    ));
+}
+
 #[test]
 fn unbound_numbers_are_warned_about_where_they_are() {
     let src = "# T\n\nThe floor is 1.10, see [1,063]{=r.n}; GPT-2 in 2017.\n\n```figure fig-a\nkind = \"loss\"\nruns = [\"r\"]\ncaption = \"Loss over 25 steps.\"\n```\n";
