@@ -94,6 +94,19 @@ fn a_book_that_fails_its_checks_writes_no_pdf() {
     let out = build_with_pdf(&p);
     assert_eq!(out.errors(), 0, "{:?}", located(&out));
     let pdf = p.root().join("site/fixture.pdf");
+    let cached = || {
+        std::fs::read_dir(p.root().join(".revtx-cache/print"))
+            .unwrap()
+            .count()
+    };
+    // An edit typesets the book again and the cache keeps only the new PDF.
+    std::fs::write(
+        p.root().join("book/chapter.md"),
+        good.clone() + "\nOne more sentence.\n",
+    )
+    .unwrap();
+    assert_eq!(build_with_pdf(&p).errors(), 0);
+    assert_eq!(cached(), 1, "one PDF per book in the cache");
     let before = std::fs::read(&pdf).unwrap();
 
     std::fs::write(
@@ -113,13 +126,7 @@ fn a_book_that_fails_its_checks_writes_no_pdf() {
         before,
         "the PDF is the last good one"
     );
-    assert_eq!(
-        std::fs::read_dir(p.root().join(".revtx-cache/print"))
-            .unwrap()
-            .count(),
-        1,
-        "and only that one is cached"
-    );
+    assert_eq!(cached(), 1, "and only that one is cached");
 }
 
 /// The site's math renderer takes `\verb`, mitex does not: an error at the formula, and no site.

@@ -131,13 +131,17 @@ fn answer_ids(book: &Book) -> Vec<String> {
 }
 
 /// Typesets an edition, or takes the PDF from `cache` when the same document was typeset
-/// before. Returns the bytes and whether they were typeset now.
+/// before. Returns the bytes and whether they were typeset now. A book keeps one PDF in
+/// the cache: typesetting a new one removes that book's older ones (several books may
+/// share a cache, each under its own name).
 ///
 /// # Errors
 /// typst's errors, as one `print` diagnostic.
 pub fn typeset(edition: &Edition, cache: &Path) -> Result<(Vec<u8>, bool), Diagnostic> {
-    let key = cache_key(&edition.document);
-    let cached = cache.join("print").join(format!("{key}.pdf"));
+    let dir = cache.join("print");
+    let book = crate::book::render::slugify(&edition.document.ident);
+    let name = format!("{book}-{}.pdf", cache_key(&edition.document));
+    let cached = dir.join(&name);
     if let Ok(bytes) = std::fs::read(&cached) {
         return Ok((bytes, false));
     }
@@ -149,15 +153,32 @@ pub fn typeset(edition: &Edition, cache: &Path) -> Result<(Vec<u8>, bool), Diagn
         d.hint("build with --no-pdf to skip the print edition while you look into it")
     })?;
     // A cache that cannot be written only costs the next build a typesetting.
-    let _ = std::fs::create_dir_all(cached.parent().unwrap_or(cache));
-    let _ = crate::book::site::write_atomic(&cached, &bytes);
+    let _ = std::fs::create_dir_all(&dir);
+    if crate::book::site::write_atomic(&cached, &bytes).is_ok() {
+        for old in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let n = old.file_name().to_string_lossy().to_string();
+            let this_book = n.strip_prefix(&book).and_then(|r| r.strip_prefix('-'));
+            let key = this_book.and_then(|r| r.strip_suffix(".pdf"));
+            if key.is_some_and(|k| k.len() == KEY_LEN && k.bytes().all(|c| c.is_ascii_hexdigit()))
+                && n != name
+            {
+                let _ = std::fs::remove_file(old.path());
+            }
+        }
+    }
     Ok((bytes, true))
 }
 
-/// What the PDF depends on: the markup, every file, the date, the typesetter's version.
+/// Hex digits of a PDF's cache key.
+const KEY_LEN: usize = 32;
+
+/// What the PDF depends on: the markup, every file, the date, the math prelude, and the
+/// typesetter itself (this version and the locked dependencies, typst's among them).
 fn cache_key(doc: &revtx_pdf::Document) -> String {
     let mut h = blake3::Hasher::new();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(include_bytes!("../../../Cargo.lock"));
+    h.update(revtx_pdf::PRELUDE.as_bytes());
     h.update(doc.main.as_bytes());
     let mut names: Vec<&String> = doc.files.keys().collect();
     names.sort();
@@ -166,7 +187,7 @@ fn cache_key(doc: &revtx_pdf::Document) -> String {
         h.update(&doc.files[n]);
     }
     h.update(format!("{:?}|{}", doc.epoch, doc.ident).as_bytes());
-    h.finalize().to_hex()[..32].to_string()
+    h.finalize().to_hex()[..KEY_LEN].to_string()
 }
 
 impl<'a> Printer<'a> {
