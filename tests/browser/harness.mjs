@@ -129,8 +129,9 @@ export function checked(fn) {
   };
 }
 
-/** Why the checks cannot run here (no Chromium, no npm packages), or null. Under CI that
- * is an error instead: a browser test that cannot run must not pass for one that did. */
+/** Why the checks cannot run here (no Chromium, no npm packages), or null. That is an
+ * error, since a browser test that cannot run must not pass for one that did, unless the
+ * user asked to skip by name (SKIP_BROWSER=1), and never under CI. */
 export const skipReason = await (async () => {
   let why = null;
   if (!fs.existsSync(opts.chromium)) {
@@ -145,7 +146,10 @@ export const skipReason = await (async () => {
   }
   if (why && fs.existsSync(SKIP_MARKER)) why += `; setup said: ${oneLine(fs.readFileSync(SKIP_MARKER, "utf8"))}`;
   if (why && underCi()) throw new Error(`the browser test cannot run: ${why}`);
-  if (why) console.log(`# SKIPPED (not a pass): ${why}`);
+  if (why && process.env.SKIP_BROWSER !== "1") {
+    throw new Error(`the browser test cannot run: ${why}; to skip it by name: SKIP_BROWSER=1`);
+  }
+  if (why) console.log(`# SKIPPED (not a pass, SKIP_BROWSER=1): ${why}`);
   return why;
 })();
 
