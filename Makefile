@@ -46,12 +46,13 @@ test: build
 	$(BIN) check --deny-warnings
 	$(BIN) build --offline --quiet --deny-warnings
 	tests/pdf/setup.sh
-	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book
+	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book --places td,answer,figcaption
 	node --test tests/node/
 	tests/browser/setup.sh
 	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
 	scripts/build-textbook.sh
-	python3 tests/pdf/check.py target/textbook/site target/textbook/book/claims.json --pages 5 --name textbook
+	python3 tests/pdf/check.py target/textbook/site target/textbook/book/claims.json --pages 5 --name textbook --places td,note,answer,figcaption
+	python3 tests/pdf/selftest.py target/textbook/site
 	SITE=target/textbook/site node --test tests/browser/textbook.check.mjs
 	scripts/build-guide.sh
 	python3 scripts/benchmarks.py --check

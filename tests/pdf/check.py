@@ -1,14 +1,22 @@
 #!/usr/bin/env python3
 """Checks a built book's print edition against its site and its claims.
 
-    tests/pdf/check.py SITE CLAIMS [--pages N] [--name NAME]
+    tests/pdf/check.py SITE CLAIMS [--pages N] [--name NAME] [--places td,note,answer,figcaption]
 
 SITE is the built site (its index links the PDF), CLAIMS the book's claims.json. With
 poppler's tools it checks that:
   - the PDF is the one the index links, and its pages number at least --pages;
   - every font is embedded (pdffonts), the PDF is tagged and has a title (pdfinfo);
-  - every checked figure's and inserted value's formatted text, and every asserted
-    statement's words, appear in the PDF's text (pdftotext), with the counts;
+  - every checked figure, inserted value and literal appears in the PDF's text (pdftotext,
+    in reading order or, for tables, with -layout) in its place: with the words the site's
+    page prints just before or just after it (up to CONTEXT characters, within its
+    paragraph, table row, caption or footnote), as often as claims have those words, and
+    the page prints as many of each kind as claims.json lists;
+  - dropping any one of them would be caught: with its value taken out of the text where
+    it is printed, the check no longer finds it (tests/pdf/selftest.py drops claims from
+    the fixture textbook's PDF by its own means); --places td,note,answer,… requires such
+    claims in table cells, footnotes, answers, captions;
+  - every asserted statement's words appear, as often as statements say them;
   - every "Figure N.M", "Table N.M" and equation "(N.M)" the site's pages number appears
     in it, and it declares PDF/UA-1;
 and renders its first pages to tests/artifacts/pdf-NAME-page-K.png for a person to see.
@@ -20,6 +28,8 @@ import pathlib
 import re
 import subprocess
 import sys
+import unicodedata
+from html.parser import HTMLParser
 
 ARTIFACTS = pathlib.Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -29,9 +39,207 @@ def run(*args: str) -> str:
 
 
 def norm(s: str) -> str:
+    s = unicodedata.normalize("NFKC", s)
     s = s.replace("\u2019", "'").replace("\u2018", "'").replace("\u201c", '"').replace("\u201d", '"')
     s = s.replace("\u2212", "-")
     return re.sub(r"[\s\-\u00ad\u2010\u2011]+", "", s)
+
+
+# How much of a claim's surroundings, normalised, identifies it in the PDF's text: up to
+# CONTEXT characters on each side, and a side shorter than SIDE_MIN is not used alone.
+CONTEXT = 16
+SIDE_MIN = 6
+
+# Elements that run on inside a block; every other element starts and ends one.
+INLINE = {"span", "a", "em", "strong", "b", "i", "code", "sub", "small", "mark", "abbr", "cite", "q", "s", "u",
+          "var", "kbd", "samp", "time", "bdi", "dfn", "td", "th"}
+# Elements whose text the PDF does not print as the page does: left out, and a boundary.
+SKIP_TAGS = {"script", "style", "svg", "button", "template", "nav", "header", "footer", "noscript", "select",
+             "textarea", "title", "head", "sup"}
+SKIP_CLASSES = {"katex", "katex-display", "fn-num", "fn-again", "fn-ref"}
+# Elements the page does not show (tooltips, text for screen readers): left out, and no
+# boundary, since the text on either side runs on.
+HIDDEN_CLASSES = {"claim-tip", "sr-only", "visually-hidden"}
+VOID = {"br", "hr", "img", "input", "meta", "link", "wbr", "col", "source", "area", "base", "embed", "param",
+        "track"}
+
+
+class Claim:
+    """A claim as the site's page prints it: its value, its kind (from its class), the text
+    of its block before and after it, and where it sits (a table cell, a footnote, an
+    answer, a caption)."""
+
+    def __init__(self, page: str, kind: str, where: list[str]):
+        self.page, self.kind, self.where = page, kind, where
+        self.value = ""
+        self.before = ""
+        self.after = ""
+
+    def keyed(self) -> list[tuple[str, int]]:
+        """The strings that find it in the PDF's normalised text, each with where its value
+        starts in it: its value with the text just before it, and with the text just after
+        it; both sides together when neither is long enough alone (the bare value when its
+        block holds nothing else)."""
+        b, a, v = norm(self.before)[-CONTEXT:], norm(self.after)[:CONTEXT], norm(self.value)
+        keys = []
+        if len(b) >= SIDE_MIN:
+            keys.append((b + v, len(b)))
+        if len(a) >= SIDE_MIN:
+            keys.append((v + a, 0))
+        if not keys:
+            keys.append((b + v + a, len(b)))
+        return keys
+
+    def keys(self) -> list[str]:
+        return [k for k, _ in self.keyed()]
+
+    def label(self) -> str:
+        place = "/".join(self.where) or "prose"
+        return f"{self.page} ({place}) {self.kind} `{self.value}` after “{self.before[-30:].strip()}”"
+
+
+class PageClaims(HTMLParser):
+    """Every claim of a page with the text of its block around it. A block is a paragraph,
+    a list item, a table row, a caption, a heading or a footnote's note; math, footnote
+    markers, tooltips and buttons end the text on either side, since the PDF prints them
+    otherwise or not at all."""
+
+    def __init__(self, page: str):
+        super().__init__(convert_charrefs=True)
+        self.page = page
+        self.stack: list[tuple[str, str]] = []  # (tag, role): role in "", skip, claim, value, note, …
+        self.block: list = []  # text pieces (str) and Claim objects
+        self.claims: list[Claim] = []
+        self.current: Claim | None = None
+
+    def _skipping(self) -> bool:
+        return any(role in ("skip", "hide") for _, role in self.stack)
+
+    def _where(self) -> list[str]:
+        out = []
+        for tag, role in self.stack:
+            if role in ("note", "answer") or tag in ("td", "th", "figcaption", "caption") or tag[:1] == "h" and tag[1:].isdigit():
+                w = role or tag
+                if w not in out:
+                    out.append(w)
+        return out
+
+    def _boundary(self):
+        """Ends the block: each claim in it gets the text on either side."""
+        for k, item in enumerate(self.block):
+            if isinstance(item, Claim):
+                item.before = "".join(x if isinstance(x, str) else x.value for x in self.block[:k])
+                item.after = "".join(x if isinstance(x, str) else x.value for x in self.block[k + 1 :])
+        self.block = []
+
+    def handle_starttag(self, tag, attrs):
+        classes = set((dict(attrs).get("class") or "").split())
+        if tag in VOID:
+            if not self._skipping() and tag not in ("wbr",):
+                self._boundary()
+            return
+        role = ""
+        if classes & HIDDEN_CLASSES:
+            role = "hide"
+        elif tag in SKIP_TAGS or classes & SKIP_CLASSES:
+            role = "skip"
+        elif "claim" in classes and "claim-assert" not in classes:
+            role = "claim"
+        elif "claim-value" in classes and self.stack and self.stack[-1][1] == "claim":
+            role = "value"
+        elif "fn-note" in classes or "footnote-block" in classes:
+            role = "note"
+        elif tag == "details" and "answer" in classes:
+            role = "answer"
+        if not self._skipping() and (tag not in INLINE or role in ("skip", "note")):
+            self._boundary()
+        if role == "claim" and not self._skipping():
+            kind = "checked" if classes & {"claim-ok", "claim-fail"} else "inserted" if "claim-insert" in classes else "literal"
+            self.current = Claim(self.page, kind, self._where())
+            self.claims.append(self.current)
+            self.block.append(self.current)
+        self.stack.append((tag, role))
+
+    def handle_endtag(self, tag):
+        if tag in VOID:
+            return
+        # Pop to the matching tag (HTML that omits an end tag closes what it holds).
+        while self.stack:
+            t, role = self.stack.pop()
+            if role == "claim":
+                self.current = None
+            if not self._skipping() and (t not in INLINE or role in ("skip", "note")):
+                self._boundary()
+            if t == tag:
+                break
+
+    def handle_data(self, data):
+        if self._skipping():
+            return
+        if self.stack and self.stack[-1][1] == "value" and self.current is not None:
+            self.current.value += data
+        elif self.current is not None and any(role == "claim" for _, role in self.stack):
+            pass  # a claim's other parts (none printed but its value)
+        else:
+            self.block.append(data)
+
+    def close(self):
+        super().close()
+        self._boundary()
+
+
+def page_claims(site: pathlib.Path) -> list[Claim]:
+    out = []
+    for page in sorted(site.glob("*.html")):
+        html = page.read_text(encoding="utf-8")
+        if 'class="claim' not in html:
+            continue
+        p = PageClaims(page.name)
+        p.feed(html)
+        p.close()
+        out += p.claims
+    return out
+
+
+def occurrences(text: str, key: str) -> list[int]:
+    """Where `key` starts in `text`, overlapping occurrences included."""
+    out, k = [], text.find(key)
+    while k >= 0:
+        out.append(k)
+        k = text.find(key, k + 1)
+    return out
+
+
+def wanted(claims: list[Claim]) -> dict[str, int]:
+    """How many claims have each key."""
+    want: dict[str, int] = {}
+    for c in claims:
+        for k in c.keys():
+            want[k] = want.get(k, 0) + 1
+    return want
+
+
+def found(c: Claim, texts: list[str], want: dict[str, int]) -> bool:
+    """Whether one of the texts has one of the claim's keys at least as often as claims have
+    that key: one occurrence never satisfies two claims."""
+    return any(len(occurrences(t, k)) >= want[k] for t in texts for k in c.keys())
+
+
+def unfound(claims: list[Claim], texts: list[str]) -> list[Claim]:
+    """The claims the PDF's texts lack (see `found`)."""
+    want = wanted(claims)
+    return [c for c in claims if not found(c, texts, want)]
+
+
+def dropped(claim: Claim, text: str) -> str:
+    """The text with this claim's printed value taken out where the PDF prints it (the
+    first place its fullest key occurs); the text as it is when it is not there."""
+    b, a, v = norm(claim.before)[-CONTEXT:], norm(claim.after)[:CONTEXT], norm(claim.value)
+    for key, at in [(b + v + a, len(b)), *claim.keyed()]:
+        k = text.find(key)
+        if k >= 0:
+            return text[: k + at] + text[k + at + len(v) :]
+    return text
 
 
 CONSTRUCT = re.compile(r"\[([^\[\]]*)\]\{[=!][^{}]*(?:\{[^{}]*\}[^{}]*)*\}")
@@ -83,6 +291,11 @@ def main() -> int:
         k = args.index("--name")
         name = args[k + 1]
         del args[k : k + 2]
+    required_places: list[str] = []
+    if "--places" in args:
+        k = args.index("--places")
+        required_places = args[k + 1].split(",")
+        del args[k : k + 2]
     site, claims_path = pathlib.Path(args[0]), pathlib.Path(args[1])
     failures: list[str] = []
 
@@ -119,32 +332,63 @@ def main() -> int:
         if m:
             HEADS.add(re.sub(r"<[^>]+>", "", m.group(1)).strip())
     text = norm(body_text(run("pdftotext", "-enc", "UTF-8", str(pdf), "-")))
+    # In reading order pdftotext gives a table column by column; with -layout, row by row.
+    texts = [text, norm(body_text(run("pdftotext", "-layout", "-enc", "UTF-8", str(pdf), "-")))]
     claims = json.loads(claims_path.read_text(encoding="utf-8"))
-    counts = {"checked": [0, 0], "inserted": [0, 0], "literal": [0, 0], "asserted": [0, 0]}
+
+    # Figures, inserts and literals: each where the site's page prints it, with its words
+    # around it (see `Claim.keyed`), so that dropping any one of them fails.
+    printed = page_claims(site)
+    for kind in ("checked", "inserted", "literal"):
+        listed = sum(1 for c in claims if c["kind"] == kind and (c.get("formatted") if kind != "literal" else c.get("quoted")))
+        on_pages = sum(1 for c in printed if c.kind == kind)
+        lost = unfound([c for c in printed if c.kind == kind], texts)
+        print(f"{kind}: {on_pages - len(lost)} of {on_pages} found in the PDF's text in their place ({listed} in claims.json)")
+        if on_pages != listed:
+            failures.append(f"claims.json lists {listed} {kind} claims, the site's pages print {on_pages}")
+        failures += [f"{c.label()} is not in the PDF in its place" for c in lost]
+    weak = [c for c in printed if min(len(k) for k in c.keys()) < SIDE_MIN + len(norm(c.value))]
+    print(f"claims with fewer than {SIDE_MIN} characters of text around them: {len(weak)}")
+    # The check itself: take each claim's value out of the text where the PDF prints it; the
+    # check must then miss it. A claim whose words around it occur elsewhere too would pass.
+    want = wanted(printed)
+    lost = set(map(id, unfound(printed, texts)))
+    places: dict[str, list[int]] = {}
+    for c in printed:
+        if id(c) in lost:
+            continue
+        still = found(c, [dropped(c, t) for t in texts], want)
+        for w in c.where or ["prose"]:
+            places.setdefault(w, [0, 0])
+            places[w][1] += 1
+            places[w][0] += 0 if still else 1
+        if still:
+            failures.append(f"{c.label()}: with it dropped from the PDF's text the check still finds it")
+    print("dropping one claim is caught: " + ", ".join(f"{w} {n} of {t}" for w, (n, t) in sorted(places.items())))
+    for w in required_places:
+        if w not in places:
+            failures.append(f"no claim in a {w} to drop (--places {','.join(required_places)})")
+
+    # Asserted statements: their words, as often as statements say them.
+    stated = []
     skipped = 0
     for c in claims:
-        kind = c["kind"]
-        if kind in ("checked", "inserted"):
-            want = c.get("formatted")
-        elif kind == "literal":
-            want = c.get("quoted")
-        else:
-            want = statement_text(c.get("quoted") or "")
-            if want is None:
-                skipped += 1
-                continue
-        if not want or not norm(want):
+        if c["kind"] != "asserted":
             continue
-        counts[kind][1] += 1
-        if norm(want) in text:
-            counts[kind][0] += 1
-        else:
-            failures.append(f"{c['file']}:{c['line']}:{c['col']}: {kind} `{want}` is not in the PDF")
-    for kind, (found, total) in counts.items():
-        print(f"{kind}: {found} of {total} found in the PDF's text")
+        words = statement_text(c.get("quoted") or "")
+        if words is None:
+            skipped += 1
+        elif norm(words):
+            stated.append((c, norm(words)))
+    times: dict[str, int] = {}
+    for _, w in stated:
+        times[w] = times.get(w, 0) + 1
+    missing = [(c, w) for c, w in stated if len(occurrences(text, w)) < times[w]]
+    print(f"asserted: {len(stated) - len(missing)} of {len(stated)} found in the PDF's text")
+    failures += [f"{c['file']}:{c['line']}:{c['col']}: asserted `{c.get('quoted')}` is not in the PDF" for c, _ in missing]
     print(f"asserted statements left out (their text holds inserts, math or citations): {skipped}")
-    if counts["checked"][1] == 0:
-        failures.append("claims.json holds no checked figure to look for")
+    if not any(c.kind == "checked" for c in printed):
+        failures.append("the site's pages print no checked figure to look for")
 
     numbers = set()
     for page in sorted(site.glob("*.html")):
