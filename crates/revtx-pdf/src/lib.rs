@@ -38,6 +38,10 @@ pub struct Problem {
     /// The 1-based line of the document's markup and that line's text, when the problem
     /// has a place (0 for a line of the math prelude).
     pub line: Option<(usize, String)>,
+    /// Where in the document's markup (`Document::main`, in bytes) the problem lies: its own
+    /// place, or else the innermost call in the document that led to it (a prelude helper
+    /// that fails is reported at the formula that called it).
+    pub at: Option<std::ops::Range<usize>>,
 }
 
 impl std::fmt::Display for Problem {
@@ -90,13 +94,36 @@ fn problems<'a>(world: &Memory, diags: impl Iterator<Item = &'a SourceDiagnostic
                 // Lines of the document, not of the prelude before it.
                 (n.saturating_sub(PRELUDE.lines().count()), line)
             });
+            // The diagnostic's own span, then its trace (innermost call first).
+            let prelude = PRELUDE.len();
+            let at = std::iter::once(d.span)
+                .chain(d.trace.iter().map(|t| t.span.into()))
+                .filter_map(|s| world.range(s))
+                .find(|r| r.start >= prelude)
+                .map(|r| r.start - prelude..r.end - prelude);
             Problem {
                 message: d.message.to_string(),
                 hints: d.hints.iter().map(|h| h.v.to_string()).collect(),
                 line,
+                at,
             }
         })
         .collect()
+}
+
+/// The characters of `s` that no bundled font has a glyph for (whitespace and control
+/// characters aside), each once, in order: what typst cannot display in the PDF.
+pub fn uncovered(s: &str) -> Vec<char> {
+    let mut out: Vec<char> = Vec::new();
+    for c in s.chars() {
+        if c.is_whitespace() || c.is_control() || out.contains(&c) {
+            continue;
+        }
+        if !FONTS.0.iter().any(|f| f.info().coverage.contains(c as u32)) {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A UTC date from seconds since 1970.
