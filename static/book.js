@@ -730,6 +730,14 @@
       $(".fn-ref", f).setAttribute("aria-expanded", open ? "true" : "false");
     });
   }
+  /* A note that holds blocks (.fn-block) follows its paragraph, outside its .footnote:
+   * it opens and shuts with it. */
+  function setNote(f, open) {
+    f.classList.toggle("is-open", open);
+    var b = $(".fn-ref", f);
+    var note = b && doc.getElementById(b.getAttribute("aria-controls"));
+    if (note && !f.contains(note)) note.classList.toggle("is-open", open);
+  }
   if (doc.querySelector(".footnote")) {
     doc.addEventListener("click", function (e) {
       var t = e.target.closest ? e.target : null;
@@ -737,9 +745,9 @@
       var again = t && t.closest(".fn-again");
       if (again) {
         var f = doc.getElementById(again.getAttribute("href").slice(1));
-        if (f) f.classList.add("is-open");
+        if (f) setNote(f, true);
       } else if (b && !wideNotes.matches) {
-        b.parentElement.classList.toggle("is-open");
+        setNote(b.parentElement, !b.parentElement.classList.contains("is-open"));
       }
       syncNotes();
     });

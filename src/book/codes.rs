@@ -84,6 +84,12 @@ codes! {
     LiteralUnbracketed => "literal-unbracketed",
     /// A quote in brackets is empty.
     EmptyQuote => "empty-quote",
+    /// A footnote reference `[^label]` has no definition `[^label]:`.
+    FootnoteUndefined => "footnote-undefined",
+    /// Two footnote definitions share a label (labels match whatever their case).
+    FootnoteDuplicate => "footnote-duplicate",
+    /// A footnote definition that nothing refers to (neither edition shows it).
+    FootnoteUnused => "footnote-unused",
 
     // ---- Runs
     /// A run's body is not a valid run (its overrides do not fit the config).

@@ -106,8 +106,25 @@ pub fn load(
     let library = match hayagriva::io::from_biblatex_str(&text) {
         Ok(l) => l,
         Err(errors) => {
-            for e in errors {
-                let (range, what) = match &e {
+            // An entry whose `{` is never closed swallows the entries after it, and the
+            // parser reports the next one: report the entry itself, and only that.
+            let open = unclosed_entries(&text);
+            for range in &open {
+                diags.push(
+                    Diagnostic::error(
+                        Code::Bibliography,
+                        Some(Span {
+                            file,
+                            range: range.clone(),
+                        }),
+                        "the bibliography does not parse",
+                    )
+                    .label("this entry's `{` is never closed")
+                    .hint("close the entry with `}` before the next `@` entry starts"),
+                );
+            }
+            for e in errors.iter().filter(|_| open.is_empty()) {
+                let (range, what) = match e {
                     hayagriva::io::BibLaTeXError::Parse(p) => (p.span.clone(), p.kind.to_string()),
                     hayagriva::io::BibLaTeXError::Type(t) => (t.span.clone(), t.kind.to_string()),
                 };
@@ -204,6 +221,47 @@ fn key_range(text: &str, key: &str) -> std::ops::Range<usize> {
         from = k + key.len();
     }
     0..1
+}
+
+/// The entries of a BibLaTeX text (from an `@` that starts a line to the next) whose
+/// braces do not balance before the next starts: the first line of each (`@book{key,`).
+/// Escaped braces (`\{`) and comment lines (`%`) do not count.
+fn unclosed_entries(text: &str) -> Vec<std::ops::Range<usize>> {
+    let mut starts = Vec::new();
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        if line.trim_start().starts_with('@') {
+            starts.push(offset + line.len() - line.trim_start().len());
+        }
+        offset += line.len();
+    }
+    let mut open = Vec::new();
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(text.len());
+        let entry = &text[start..end];
+        let mut depth = 0i64;
+        let mut opened = false;
+        for line in entry.lines().filter(|l| !l.trim_start().starts_with('%')) {
+            let mut escaped = false;
+            for c in line.chars() {
+                match c {
+                    _ if escaped => escaped = false,
+                    '\\' => escaped = true,
+                    '{' => {
+                        depth += 1;
+                        opened = true;
+                    }
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+            }
+        }
+        if opened && depth > 0 {
+            let first = entry.find('\n').unwrap_or(entry.len());
+            open.push(start..start + entry[..first].trim_end().len().max(1));
+        }
+    }
+    open
 }
 
 /// Pandoc's locator labels, singular and abbreviated, and what each locates.
@@ -460,6 +518,15 @@ mod tests {
         assert_eq!(locator("chapters 2-3"), Some((Locator::Chapter, "2-3")));
         assert_eq!(locator("around 3"), None);
         assert_eq!(locator("sec."), None);
+    }
+
+    #[test]
+    fn an_unclosed_entry_is_found_at_its_first_line() {
+        let bib = "@book{first,\n  title = {One},\n}\n\n@book{second,\n  title = {Two \\{ brace},\n  note = {open,\n\n% a comment }\n@book{third,\n  title = {Three}\n}\n";
+        let open = unclosed_entries(bib);
+        assert_eq!(open.len(), 1, "{open:?}");
+        assert_eq!(&bib[open[0].clone()], "@book{second,");
+        assert!(unclosed_entries("@book{a,\n title = {A}\n}\n").is_empty());
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! directives, code, math and inline constructs attached where the parse met them.
 
 use super::directive::{self, Directive};
+use super::footnotes;
 use super::inline::{pieces, Piece, Substituted};
 use super::{numerals, options, Spanned};
 use crate::book::codes::Code;
@@ -53,6 +54,7 @@ pub fn parse(file: FileId, src: &str, sub: &Substituted, diags: &mut Vec<Diagnos
         .into_offset_iter()
         .collect();
     let index = prose(&events, sub, diags);
+    let notes = footnotes::check(file, src, &events, sub, diags);
     let lint = numerals::lint(
         events.iter().map(|(e, r)| (e, r.clone())),
         &sub.text,
@@ -72,6 +74,7 @@ pub fn parse(file: FileId, src: &str, sub: &Substituted, diags: &mut Vec<Diagnos
     for (ev, range) in events {
         b.event(ev, range, diags);
     }
+    footnotes::relabel(&mut b.nodes, &notes);
     let mut lint = b.lint.into_inner();
     lint.sort_by_key(|d| d.span.as_ref().map(|s| s.range.start));
     let unbound = lint.len();

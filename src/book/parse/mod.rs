@@ -37,6 +37,7 @@
 
 pub mod directive;
 pub mod events;
+pub mod footnotes;
 pub mod inline;
 pub mod numerals;
 
@@ -254,8 +255,13 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
         return None;
     }
     let chapters = load_chapters(root, &config, file, sources, diags);
+    let reported = diags.len();
     let bibliography = crate::book::cite::load(root, &config, file, sources, diags);
-    crate::book::cite::check(bibliography.as_ref(), &chapters, diags);
+    // A bibliography that is there and broken is reported once, where it is broken; its
+    // citations are not then each an error of a book "with no bibliography".
+    if bibliography.is_some() || diags.len() == reported {
+        crate::book::cite::check(bibliography.as_ref(), &chapters, diags);
+    }
     reserved_ids(&chapters, &config, sources, diags);
     Some(Book {
         root: root.to_path_buf(),

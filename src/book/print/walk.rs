@@ -454,18 +454,25 @@ impl Printer<'_> {
         out
     }
 
-    /// A footnote at its first reference; a later reference repeats its number.
-    fn footnote(&mut self, w: &mut Walk, label: &str) -> String {
-        let key = format!("fn-{}-{}", w.ch.slug.trim_end_matches(".html"), slug(label));
-        if w.noted.iter().any(|l| l == label) {
+    /// A footnote at its first reference; a later reference repeats its number. `id` is the
+    /// note's id, unique in its chapter (the parse stage put it in place of the label).
+    fn footnote(&mut self, w: &mut Walk, id: &str) -> String {
+        let key = format!("fn-{}-{}", w.ch.slug.trim_end_matches(".html"), slug(id));
+        if w.noted.iter().any(|l| l == id) {
             return format!("#footnote(<{key}>)");
         }
-        w.noted.push(label.to_string());
-        let Some(&(start, end)) = w.notes.get(label) else {
+        w.noted.push(id.to_string());
+        let Some(&(start, end)) = w.notes.get(id) else {
             return String::new();
         };
-        let nodes = &w.ch.nodes[start..end];
-        let inner = self.inlines(w, nodes);
+        // Its blocks as the chapter's: paragraphs, lists, code, display formulas, and the
+        // notes it refers to, nested.
+        let mut inner = String::new();
+        let mut none = None;
+        let mut k = start;
+        while k < end {
+            k = self.block(w, k, &mut inner, &mut none);
+        }
         format!("#footnote[{}] <{key}>", inner.trim())
     }
 

@@ -124,6 +124,8 @@ struct Renderer<'a> {
     claims: Vec<ClaimRecord>,
     /// References rendered so far (each tooltip's id).
     xrefs: usize,
+    /// The footnotes of the chapter being rendered.
+    notes: notes::Notes,
     diags: Vec<Diagnostic>,
 }
 
@@ -195,6 +197,7 @@ pub fn render(
         answers_at_end: book.config.answers == crate::book::parse::AnswerPlace::End,
         claims: Vec::new(),
         xrefs: 0,
+        notes: notes::Notes::default(),
         diags: Vec::new(),
     };
     let mut chapters: Vec<RenderedChapter> = book.chapters.iter().map(|ch| r.chapter(ch)).collect();

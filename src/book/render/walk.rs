@@ -3,6 +3,7 @@
 
 use super::answers::Answers;
 use super::inlines::InlineOut;
+use super::notes::Notes;
 use super::numbering::{self, Number};
 use super::search::Search;
 use super::{Counts, RenderedChapter, Renderer, TocEntry};
@@ -28,20 +29,15 @@ impl Renderer<'_> {
         let mut search = Search::new(&ch.slug);
         let mut out: Vec<Event<'static>> = Vec::with_capacity(ch.nodes.len());
         let mut answers = Answers::default();
-        let mut notes = self.footnotes(ch, &inlines, &mut search);
+        self.notes = Notes::of(ch);
         let mut i = 0;
         while i < ch.nodes.len() {
-            if let Some(next) = notes.skip(i) {
+            self.notes_so_far(&ch.nodes[i], &mut out, &mut search);
+            if let Some(next) = self.notes.skip(i) {
                 i = next;
                 continue;
             }
             let html = match &ch.nodes[i] {
-                Node::Md(Event::FootnoteReference(label)) => {
-                    let html = self.footnote_ref(&mut notes, label);
-                    out.push(Event::InlineHtml(html.into()));
-                    i += 1;
-                    continue;
-                }
                 Node::Md(Event::Start(Tag::Heading {
                     level, id, classes, ..
                 })) => {
@@ -105,6 +101,10 @@ impl Renderer<'_> {
             out.push(Event::Html(html.into()));
             i += 1;
         }
+        for t in self.notes.take_text() {
+            search.push(&t);
+        }
+        out.extend(self.notes.take_pending());
         self.chapter_end(answers, &references, &mut out, &mut toc, &mut search);
         let mut html = String::new();
         pulldown_cmark::html::push_html(&mut html, out.into_iter());
@@ -192,6 +192,32 @@ impl Renderer<'_> {
             };
         }
         cited.list
+    }
+
+    /// Before node `next` of the walk: the text of the notes rendered so far goes to the
+    /// search index, and the notes with blocks that wait are written as soon as the
+    /// markup allows a block (after a paragraph or a block, or before a list item or a
+    /// quote closes), never inside a paragraph.
+    fn notes_so_far(&mut self, next: &Node, out: &mut Vec<Event<'static>>, search: &mut Search) {
+        for t in self.notes.take_text() {
+            search.push(&t);
+        }
+        if !self.notes.has_pending() {
+            return;
+        }
+        let after_block = matches!(
+            out.last(),
+            Some(Event::End(TagEnd::Paragraph) | Event::Html(_))
+        );
+        let closing = matches!(
+            next,
+            Node::Md(Event::End(
+                TagEnd::Item | TagEnd::BlockQuote(_) | TagEnd::FootnoteDefinition
+            ))
+        );
+        if after_block || closing {
+            out.extend(self.notes.take_pending());
+        }
     }
 
     /// What ends a chapter: its answers, if book.toml collects them there, then its
@@ -355,7 +381,7 @@ impl Renderer<'_> {
     }
 
     /// A display formula with its number: `partials/equation.html`.
-    fn equation(&mut self, m: &Math, number: Option<&Number>) -> String {
+    pub(super) fn equation(&mut self, m: &Math, number: Option<&Number>) -> String {
         let math = self.math(m);
         let id = number.and_then(|n| n.id.as_deref()).unwrap_or_default();
         if !id.is_empty() {
@@ -367,7 +393,7 @@ impl Renderer<'_> {
     }
 
     /// A node within prose: markdown as it is, inline constructs and formulas as HTML.
-    fn inline_node(
+    pub(super) fn inline_node(
         &mut self,
         node: &Node,
         inlines: &[InlineOut],
@@ -378,6 +404,10 @@ impl Renderer<'_> {
             Node::Inline(k) => {
                 out.push(Event::InlineHtml(inlines[*k].html.clone().into()));
                 search.push_inline(&inlines[*k].text);
+            }
+            Node::Md(Event::FootnoteReference(id)) => {
+                let html = self.footnote_ref(id, inlines);
+                out.push(Event::InlineHtml(html.into()));
             }
             Node::Math(m) => {
                 search.push_inline(&m.tex);
