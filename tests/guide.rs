@@ -135,8 +135,10 @@ fn the_book_toml_keys_are_the_config_fields() {
 }
 
 /// Every command of `revtx-book --help` has a row in the guide's table of commands, and
-/// every option of every command's `--help` is named there; the guide names no option the
-/// command line lacks.
+/// each command's options, as its own `--help` lists them, are exactly those the guide
+/// gives that command: the options its row names, and the shared ones when the paragraph
+/// of shared options names the command. One command losing an option fails, even when
+/// another still has it.
 #[test]
 fn the_commands_and_options_are_the_command_lines() {
     let bin = env!("CARGO_BIN_EXE_revtx-book");
@@ -154,38 +156,56 @@ fn the_commands_and_options_are_the_command_lines() {
         .filter(|c| c != "help")
         .collect();
     assert!(commands.len() >= 9, "{commands:?}");
-    let mut options = BTreeSet::new();
-    for c in &commands {
-        // `run` forwards everything, `--help` included, to the engine.
-        if c == "run" {
-            continue;
-        }
-        let h = help(&[c, "--help"]);
-        for word in h.split(|ch: char| ch.is_whitespace() || ch == ',' || ch == '[' || ch == ']') {
-            if let Some(opt) = word.strip_prefix("--") {
-                let opt: String = opt
-                    .chars()
-                    .take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '-')
-                    .collect();
-                if !opt.is_empty() && opt != "help" && opt != "version" {
-                    options.insert(format!("--{opt}"));
-                }
-            }
-        }
-    }
-    assert!(options.len() >= 20, "{options:?}");
     let guide = chapter("getting-started.md");
     let section = &guide[guide.find("## The commands").unwrap()..];
     let section = &section[..section.find("\n## ").unwrap()];
     let rows = set(first_column(section, "| command |")
         .iter()
         .flat_map(|c| names_in(c)));
-    same("commands", &rows, &set(commands));
-    let named = set(section
-        .split('`')
-        .skip(1)
-        .step_by(2)
-        .filter(|w| w.starts_with("--") && *w != "--help")
-        .map(ToString::to_string));
-    same("options", &named, &options);
+    same("commands", &rows, &set(commands.iter().cloned()));
+    let shared_para = section
+        .lines()
+        .find(|l| l.starts_with("Options that "))
+        .expect("the paragraph of shared options");
+    let (sharers, shared) = shared_para.split_once(" share:").unwrap();
+    let sharers = set(names_in(sharers));
+    let shared = options_in(shared);
+    assert!(sharers.len() >= 4 && shared.len() >= 8, "{sharers:?} {shared:?}");
+    let mut compared = 0;
+    for c in &commands {
+        // `run` forwards everything, `--help` included, to the engine.
+        if c == "run" {
+            continue;
+        }
+        let code = options_in(&help(&[c, "--help"]));
+        let row = section
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{c}` |")))
+            .unwrap_or_else(|| panic!("no row for `{c}`"));
+        let mut guide = options_in(row);
+        if sharers.contains(c) {
+            guide.extend(shared.iter().cloned());
+        }
+        same(&format!("options of `{c}`"), &guide, &code);
+        compared += 1;
+    }
+    assert!(compared >= 8, "options compared for {compared} commands");
+}
+
+/// The `--options` in `text` (a `--help` or a line of the guide), `--help` and `--version`
+/// left out.
+fn options_in(text: &str) -> BTreeSet<String> {
+    let mut options = BTreeSet::new();
+    for word in text.split(|ch: char| ch.is_whitespace() || ch == ',' || ch == '[' || ch == ']' || ch == '`' || ch == '(' || ch == ')') {
+        if let Some(opt) = word.strip_prefix("--") {
+            let opt: String = opt
+                .chars()
+                .take_while(|ch| ch.is_ascii_alphanumeric() || *ch == '-')
+                .collect();
+            if !opt.is_empty() && opt != "help" && opt != "version" {
+                options.insert(format!("--{opt}"));
+            }
+        }
+    }
+    options
 }
