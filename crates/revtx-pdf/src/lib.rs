@@ -113,6 +113,7 @@ fn problems<'a>(world: &Memory, diags: impl Iterator<Item = &'a SourceDiagnostic
 
 /// The characters of `s` that no bundled font has a glyph for (whitespace and control
 /// characters aside), each once, in order: what typst cannot display in the PDF.
+#[must_use]
 pub fn uncovered(s: &str) -> Vec<char> {
     let mut out: Vec<char> = Vec::new();
     for c in s.chars() {

@@ -86,7 +86,7 @@ fn renamed(typst: &str) -> String {
 /// not have (`aligned`, `operatorname`, `pmatrix`, …). Colours, labels and the like that a
 /// textbook's formulas do not use degrade to their content. `tests/mitex_commands.rs`
 /// typesets every command of mitex's spec, so a name missing here is a failing test.
-pub const PRELUDE: &str = r##"#let mitexsqrt(..args) = {
+pub const PRELUDE: &str = r#"#let mitexsqrt(..args) = {
   let a = args.pos()
   if a.len() == 1 { math.sqrt(a.at(0)) } else { math.root(a.at(0), a.at(1)) }
 }
@@ -246,4 +246,4 @@ pub const PRELUDE: &str = r##"#let mitexsqrt(..args) = {
 #let textmd(it) = text(weight: "regular", it)
 #let textsf(it) = it
 #let texttt(it) = text(font: "DejaVu Sans Mono", it)
-"##;
+"#;

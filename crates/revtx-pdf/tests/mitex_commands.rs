@@ -32,11 +32,8 @@ fn sample(name: &str, item: &CommandSpecItem) -> String {
             ArgShape::Right { pattern } => match pattern {
                 ArgPattern::None => format!("\\{name} x"),
                 ArgPattern::FixedLenTerm { len } | ArgPattern::RangeLenTerm { max: len, .. } => {
-                    let mut s = format!("\\{name}");
-                    for i in 0..*len {
-                        s.push_str(&format!("{{a_{i}}}"));
-                    }
-                    s
+                    let args = ["{a_0}", "{a_1}", "{a_2}", "{a_3}"][..usize::from(*len)].concat();
+                    format!("\\{name}{args}")
                 }
                 ArgPattern::Greedy => format!("\\{name} a b"),
                 ArgPattern::Glob { .. } => format!("\\{name}{{a}}"),
