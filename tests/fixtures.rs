@@ -152,6 +152,7 @@ fn every_bad_input_gets_its_diagnostic() {
     let mut cases = 0;
     let mut produced = std::collections::BTreeSet::new();
     let mut examples = std::collections::BTreeMap::new();
+    let mut erroring_with_runs = 0;
     let mut paths: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -213,13 +214,28 @@ fn every_bad_input_gets_its_diagnostic() {
             failures.push(format!("{name}: a failed build must not write a site"));
         }
         let runs = files.iter().any(|(_, t)| t.contains("```run"));
-        if errors && !runs && cached {
+        let trains_first = TRAINS_BEFORE_ITS_ERROR.contains(&name.as_str());
+        if errors && cached && !trains_first {
             failures.push(format!(
-                "{name}: a book without runs left entries in the run cache"
+                "{name}: a failing book left entries in the run cache"
             ));
         }
+        if trains_first && !(errors && cached) {
+            failures.push(format!(
+                "{name}: listed in TRAINS_BEFORE_ITS_ERROR, but it left no run in the cache: take it off the list"
+            ));
+        }
+        // The rule can only fail for a book that declares runs: count them.
+        erroring_with_runs += usize::from(errors && runs && !trains_first);
     }
     assert!(cases >= 24, "only {cases} fixtures found");
+    assert!(
+        erroring_with_runs > 0,
+        "no erroring fixture declares a run: \"no run left in the cache\" tests nothing"
+    );
+    println!(
+        "{erroring_with_runs} erroring fixtures that declare runs must leave none in the cache"
+    );
     assert!(failures.is_empty(), "\n{}", failures.join("\n"));
     every_code_is_produced(&produced);
     diagnostics_appendix(&examples);
@@ -317,7 +333,12 @@ fn diagnostics_appendix(examples: &std::collections::BTreeMap<Code, Example>) {
         }
     }
     let path = repo().join("guide/book/diagnostics.md");
-    if std::env::var_os("REVTX_UPDATE_SNAPSHOTS").is_some() {
+    let update = rewrite_appendix(
+        std::env::var("REVTX_UPDATE_SNAPSHOTS").ok().as_deref(),
+        under_ci(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    if update {
         std::fs::write(&path, &md).unwrap();
         return;
     }
@@ -326,6 +347,49 @@ fn diagnostics_appendix(examples: &std::collections::BTreeMap<Code, Example>) {
         current == md,
         "guide/book/diagnostics.md is not what the fixtures give; run REVTX_UPDATE_SNAPSHOTS=1 cargo test --release --test fixtures"
     );
+}
+
+/// Fixtures whose error is found in the runs' results (an expression, a figure's or
+/// table's run, a drift, an assertion), so that their runs train, and stay cached, before
+/// it is reported. Every other erroring fixture must leave the run cache untouched.
+const TRAINS_BEFORE_ITS_ERROR: &[&str] = &[
+    "assertion-false.md",
+    "assertion-nested.md",
+    "assertion-not-boolean.md",
+    "bad-expression.md",
+    "empty-mean.md",
+    "figure-wrong-run.md",
+    "long-line.md",
+    "one-run-kind.md",
+    "probe-run.md",
+    "table-wrong-run.md",
+    "unknown-path.md",
+    "unknown-run.md",
+    "unparsable-quote.md",
+];
+
+/// Whether the fixture test rewrites the appendix: only for `REVTX_UPDATE_SNAPSHOTS=1`,
+/// and never under CI, where a stale appendix fails instead; any other value is a mistake.
+fn rewrite_appendix(value: Option<&str>, ci: bool) -> Result<bool, String> {
+    match value {
+        None | Some("1") if ci => Ok(false),
+        None => Ok(false),
+        Some("1") => Ok(true),
+        Some(v) => Err(format!(
+            "REVTX_UPDATE_SNAPSHOTS={v:?}: set it to 1 to rewrite the appendix, or unset it"
+        )),
+    }
+}
+
+#[test]
+fn the_appendix_is_rewritten_only_when_asked_and_never_under_ci() {
+    assert_eq!(rewrite_appendix(None, false), Ok(false));
+    assert_eq!(rewrite_appendix(Some("1"), false), Ok(true));
+    assert_eq!(rewrite_appendix(Some("1"), true), Ok(false), "CI compares");
+    assert_eq!(rewrite_appendix(None, true), Ok(false));
+    for v in ["0", "", "yes", "true"] {
+        assert!(rewrite_appendix(Some(v), false).is_err(), "{v:?}");
+    }
 }
 
 /// Codes no fixture book can produce (the machine, the cache, the command line, a signal),
