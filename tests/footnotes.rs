@@ -95,6 +95,10 @@ fn values<'h>(html: &'h str, attr: &str) -> Vec<&'h str> {
 }
 
 #[test]
+#[allow(
+    clippy::too_many_lines,
+    reason = "one book built once, then its site and its print edition read in turn"
+)]
 fn notes_with_blocks_and_notes_in_notes_render_in_both_editions() {
     let p = Project::new(CHAPTER);
     let out = build_with_pdf(&p);

@@ -216,6 +216,33 @@ pub fn relabel(nodes: &mut [Node], labels: &Labels) {
 mod tests {
     use super::*;
 
+    fn parse(src: &str) -> (Vec<String>, Vec<Diagnostic>) {
+        let mut diags = Vec::new();
+        let ch = super::super::parse_chapter(0, super::super::Place::Chapter(1), src, &mut diags);
+        let labels = (ch.nodes.iter())
+            .filter_map(|n| match n {
+                Node::Md(
+                    Event::FootnoteReference(l) | Event::Start(Tag::FootnoteDefinition(l)),
+                ) => Some(l.to_string()),
+                _ => None,
+            })
+            .collect();
+        (labels, diags)
+    }
+
+    #[test]
+    fn a_second_definition_names_the_first_and_labels_match_whatever_their_case() {
+        let (ids, diags) = parse("Text.[^Source]\n\n[^source]: One.\n\n[^SOURCE]: Two.\n");
+        assert_eq!(diags.len(), 1, "{diags:?}");
+        assert_eq!(diags[0].code, Code::FootnoteDuplicate);
+        assert_eq!(diags[0].notes, ["first defined on line 3"]);
+        assert_eq!(
+            ids,
+            ["source", "source", "source-2"],
+            "the reference finds the first"
+        );
+    }
+
     #[test]
     fn ids_are_unique_and_safe() {
         assert_eq!(slug("a.b"), "a-b");

@@ -106,7 +106,10 @@ fn definition_end(nodes: &[Node], i: usize) -> usize {
 /// Whether a note's nodes hold anything but paragraphs of prose.
 fn has_blocks(nodes: &[Node]) -> bool {
     nodes.iter().any(|n| match n {
-        Node::Code { .. } | Node::Directive(_) | Node::Broken => true,
+        Node::Code { .. }
+        | Node::Directive(_)
+        | Node::Broken
+        | Node::Md(Event::Rule | Event::Html(_)) => true,
         Node::Math(m) => m.display,
         Node::Md(Event::Start(t)) => matches!(
             t,
@@ -119,7 +122,6 @@ fn has_blocks(nodes: &[Node]) -> bool {
                 | Tag::Table(_)
                 | Tag::DefinitionList
         ),
-        Node::Md(Event::Rule | Event::Html(_)) => true,
         _ => false,
     })
 }
