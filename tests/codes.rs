@@ -78,7 +78,10 @@ fn offline() {
     errors_of(&revtx_book::book::build(&opts), Code::Offline);
     cli_fails_with(&p, &["check", "--offline"], &[], Code::Offline);
     cli_fails_with(&p, &["build", "--offline"], &[], Code::Offline);
-    assert!(!p.root().join("site").exists(), "an offline failure wrote a site");
+    assert!(
+        !p.root().join("site").exists(),
+        "an offline failure wrote a site"
+    );
 }
 
 #[test]
@@ -108,7 +111,12 @@ fn run_failed() {
     )
     .unwrap();
     executable(&failing);
-    cli_fails_with(&p, &["build"], &[("REVTX_ENGINE", &failing)], Code::RunFailed);
+    cli_fails_with(
+        &p,
+        &["build"],
+        &[("REVTX_ENGINE", &failing)],
+        Code::RunFailed,
+    );
     assert!(!p.root().join("site").exists(), "a failed run wrote a site");
 }
 
@@ -267,7 +275,10 @@ fn the_engine_refuses_a_request_for_another_engine() {
     req["engine"] = format!("{own}-another").into();
     let (out, dir) = exec(&req, "foreign");
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the engine ran a foreign request: {err}");
+    assert!(
+        !out.status.success(),
+        "the engine ran a foreign request: {err}"
+    );
     assert!(err.contains("keyed the run on"), "{err}");
     assert!(
         !dir.join("result.json").exists(),

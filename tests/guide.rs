@@ -170,7 +170,10 @@ fn the_commands_and_options_are_the_command_lines() {
     let (sharers, shared) = shared_para.split_once(" share:").unwrap();
     let sharers = set(names_in(sharers));
     let shared = options_in(shared);
-    assert!(sharers.len() >= 4 && shared.len() >= 8, "{sharers:?} {shared:?}");
+    assert!(
+        sharers.len() >= 4 && shared.len() >= 8,
+        "{sharers:?} {shared:?}"
+    );
     let mut compared = 0;
     for c in &commands {
         // `run` forwards everything, `--help` included, to the engine.
@@ -196,7 +199,15 @@ fn the_commands_and_options_are_the_command_lines() {
 /// left out.
 fn options_in(text: &str) -> BTreeSet<String> {
     let mut options = BTreeSet::new();
-    for word in text.split(|ch: char| ch.is_whitespace() || ch == ',' || ch == '[' || ch == ']' || ch == '`' || ch == '(' || ch == ')') {
+    for word in text.split(|ch: char| {
+        ch.is_whitespace()
+            || ch == ','
+            || ch == '['
+            || ch == ']'
+            || ch == '`'
+            || ch == '('
+            || ch == ')'
+    }) {
         if let Some(opt) = word.strip_prefix("--") {
             let opt: String = opt
                 .chars()

@@ -167,7 +167,10 @@ fn get(port: u16, path: &str) -> (String, Vec<u8>) {
         .position(|w| w == b"\r\n\r\n")
         .map_or(out.len(), |k| k + 4);
     let head = String::from_utf8_lossy(&out[..split]).to_string();
-    (head.lines().next().unwrap_or("").to_string(), out[split..].to_vec())
+    (
+        head.lines().next().unwrap_or("").to_string(),
+        out[split..].to_vec(),
+    )
 }
 
 fn stop(mut child: std::process::Child) {
@@ -194,7 +197,10 @@ fn serve_rebuilds_and_bumps_the_version_after_an_edit() {
     assert!(status.starts_with("HTTP/1.1 200"), "{status}");
     let (_, page) = text("/chapter-1.html");
     assert!(page.contains("The first wording."), "{page}");
-    assert!(page.contains("livereload.js"), "the page loads no reload script");
+    assert!(
+        page.contains("livereload.js"),
+        "the page loads no reload script"
+    );
     let (status, script) = text("/static/livereload.js");
     assert!(
         status.starts_with("HTTP/1.1 200") && script.contains("__revtx/version"),
@@ -267,9 +273,11 @@ fn serve_pdf_serves_the_print_edition() {
     stop(child);
     let index = String::from_utf8_lossy(&index).to_string();
     assert!(
-        std::fs::read_dir(q.root().join("site"))
+        std::fs::read_dir(q.root().join("site")).unwrap().all(|e| e
             .unwrap()
-            .all(|e| e.unwrap().path().extension().is_none_or(|x| x != "pdf")),
+            .path()
+            .extension()
+            .is_none_or(|x| x != "pdf")),
         "plain serve typeset the PDF"
     );
     assert!(pdf_link(&index).is_none() || !index.is_empty());
