@@ -4,7 +4,8 @@
 //! says that an error whose `[code] message label` contains `text` must be reported N lines
 //! below the comment (negative N: above), at column COL if given; `<!-- warning @… -->`
 //! says the same of a warning. The line `TINYRUN` is replaced by a tiny run declaration
-//! first, and `<!-- fixture: deny-warnings -->` builds with `--deny-warnings`. Each
+//! first, `<!-- fixture: deny-warnings -->` builds with `--deny-warnings`, and
+//! `<!-- fixture: pdf -->` typesets the print edition as well. Each
 //! `tests/fixtures/bad/*.book.toml` is a `book.toml` (beside a one-line chapter), with the
 //! same expectations as TOML comments, `# error @+N[:COL]: text`, placed in that file.
 //! Each directory `tests/fixtures/bad/<name>/` is a whole `book/` (its `book.toml`,
@@ -138,6 +139,10 @@ fn build_fixture(files: &[(String, String)], dir: bool) -> (Outcome, bool, bool)
     opts.deny_warnings = files
         .iter()
         .any(|(_, t)| t.contains("<!-- fixture: deny-warnings -->"));
+    // `<!-- fixture: pdf -->` typesets the print edition too, for what only typst finds.
+    opts.pdf = files
+        .iter()
+        .any(|(_, t)| t.contains("<!-- fixture: pdf -->"));
     let out = revtx_book::book::build(&opts);
     let site = p.root().join("site").exists();
     let cached =

@@ -181,3 +181,94 @@ fn formulas_typeset_one_by_one() {
         }
     }
 }
+
+/// The LaTeX a textbook writes, which KaTeX shows on the site, typesets in the PDF too:
+/// `align`, `align*`, `aligned`, `cases`, `pmatrix`, `bmatrix`, `\operatorname`, `\text`,
+/// `\mathrm`, `\boldsymbol` (issue 42, item 10), each in a book of its own chapter, and the
+/// PDF's text holds what each wrote.
+#[test]
+fn the_math_a_textbook_writes_typesets_in_print() {
+    let chapter = r"# Math
+
+$$
+\begin{align} \mathrm{zqxloss} &= -\log p \\ \boldsymbol{w} &= w - \eta \nabla \end{align}
+$$
+
+$$
+\begin{align*} a &= 1 \\ b &= 2 \end{align*}
+$$
+
+$$
+\begin{aligned} c &= \operatorname{zqxsoftmax}(z) \\ d &= \dfrac{1}{2} \end{aligned}
+$$
+
+The sign is $f(x) = \begin{cases} 1 & x > 0 \\ 0 & \text{zqxotherwise} \end{cases}$ inline.
+
+$$
+\begin{pmatrix} 11 & 12 \\ 13 & 14 \end{pmatrix} \begin{bmatrix} 21 & 22 \\ 23 & 24 \end{bmatrix} \langle q, k \rangle
+$$
+";
+    let p = Project::new(chapter);
+    let out = build_with_pdf(&p);
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    let pdf = p.root().join("site/fixture.pdf");
+    assert!(pdf.exists(), "the PDF");
+    match std::process::Command::new("pdftotext")
+        .arg(&pdf)
+        .arg("-")
+        .output()
+    {
+        Ok(o) if o.status.success() => {
+            let text = String::from_utf8_lossy(&o.stdout);
+            let flat: String = text.split_whitespace().collect();
+            for t in [
+                "zqxloss",
+                "zqxsoftmax",
+                "zqxotherwise",
+                "1112",
+                "1314",
+                "2122",
+                "2324",
+            ] {
+                assert!(flat.contains(t), "{t} in the PDF: {text}");
+            }
+        }
+        _ if under_ci() => panic!("pdftotext is missing (tests/pdf/setup.sh installs it)"),
+        _ => println!("pdftotext is missing: the PDF's text was not read"),
+    }
+}
+
+/// What typst still refuses is reported in the chapter, never at a line of typst: a formula
+/// at the formula, a character no bundled font has (an emoji) at each place it is written.
+#[test]
+fn typst_problems_are_reported_in_the_chapter() {
+    let p = Project::new(
+        "# Print\n\nFine $x^2$ here.\n\nA length $a \\hspace{1em} b$ and a rocket 🚀 and 🚀.\n",
+    );
+    let out = build_with_pdf(&p);
+    let got = located(&out);
+    assert!(
+        got.iter().all(|(_, _, m)| !m.contains("typst line")),
+        "{got:?}"
+    );
+    assert_eq!(
+        got.len(),
+        1,
+        "the formula first (typst stops there): {got:?}"
+    );
+    assert_eq!((got[0].0, got[0].1), (5, 10), "{got:?}");
+    assert!(got[0].2.contains("unknown variable: hspace"), "{got:?}");
+
+    std::fs::write(
+        p.root().join("book/chapter.md"),
+        "# Print\n\nFine $x^2$ here.\n\nA rocket 🚀 and 🚀.\n",
+    )
+    .unwrap();
+    let out = build_with_pdf(&p);
+    let got = located(&out);
+    assert_eq!(got.len(), 2, "each rocket: {got:?}");
+    assert_eq!((got[0].0, got[0].1), (5, 10), "{got:?}");
+    assert_eq!((got[1].0, got[1].1), (5, 16), "{got:?}");
+    assert!(got[0].2.contains("U+1F680"), "{got:?}");
+    assert!(!p.root().join("site").exists(), "no site, no PDF");
+}

@@ -250,7 +250,7 @@ fn print_stage(
     }
     let t = Instant::now();
     let edition = print::edition(book, results, chapters, &mut o.diags);
-    let typeset = edition.map(|e| print::typeset(&e, &opts.runs.cache_dir));
+    let typeset = edition.map(|e| print::typeset(&e, &opts.runs.cache_dir, &o.sources));
     o.timings.push(("print", t.elapsed()));
     match typeset? {
         Ok((bytes, typeset)) => {
@@ -267,7 +267,7 @@ fn print_stage(
             Some((print::file_name(book), bytes))
         }
         Err(d) => {
-            o.diags.push(d);
+            o.diags.extend(d);
             None
         }
     }

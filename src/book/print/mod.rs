@@ -3,6 +3,8 @@
 //!
 //! - `walk`: a chapter's nodes as typst markup (the site's walk, for paper)
 //! - `markup`: typst escaping, and the print templates (`templates/print/`)
+//! - `origin`: where each formula's and chapter's markup came from, so that typst's problems
+//!   are reported in the chapter
 //!
 //! The document's frame (page, title page, contents, running heads, colophon) is
 //! `templates/print/book.typ`; a table kind's body is `templates/print/tables/<kind>.typ`.
@@ -10,10 +12,11 @@
 //! hash, so a warm build that changed nothing in print does not typeset again.
 
 mod markup;
+mod origin;
 mod walk;
 
 use crate::book::codes::Code;
-use crate::book::diag::Diagnostic;
+use crate::book::diag::{Diagnostic, Sources};
 use crate::book::figures::FigureKind;
 use crate::book::kinds::{Kinds as _, RunData};
 use crate::book::parse::{Block, Book, Math};
@@ -23,6 +26,7 @@ use crate::book::tables::TableKind;
 use crate::ENGINE;
 use markup::{string, Templates};
 use minijinja::{context, Value};
+use origin::Origin;
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::path::Path;
 
@@ -35,6 +39,8 @@ pub fn file_name(book: &Book) -> String {
 /// The print edition: the typst document of the whole book.
 pub struct Edition {
     pub document: revtx_pdf::Document,
+    /// What each marked stretch of the markup came from ([`origin`]).
+    origins: Vec<Origin>,
 }
 
 /// Shared state of the print walk.
@@ -49,6 +55,8 @@ struct Printer<'a> {
     labels: HashSet<String>,
     /// The figures' SVGs, by path in the document.
     files: HashMap<String, Vec<u8>>,
+    /// What each marked stretch of the markup came from, by its index.
+    origins: Vec<Origin>,
     diags: Vec<Diagnostic>,
 }
 
@@ -72,12 +80,14 @@ pub fn edition(
         templates: Templates::new(&book.root),
         labels,
         files: HashMap::new(),
+        origins: Vec::new(),
         diags: Vec::new(),
     };
     let mut body = String::new();
     for (ch, rendered) in book.chapters.iter().zip(chapters) {
         let mut w = walk::Walk::new(ch, rendered);
-        body.push_str(&p.chapter(&mut w));
+        let markup = p.chapter(&mut w);
+        body.push_str(&p.mark(Origin::Chapter(ch.file), &markup));
     }
     let colophon = p.colophon();
     let main = p.template(
@@ -106,6 +116,7 @@ pub fn edition(
                 .and_then(|s| s.trim().parse().ok()),
             ident: book.config.title.clone(),
         },
+        origins: p.origins,
     })
 }
 
@@ -136,8 +147,13 @@ fn answer_ids(book: &Book) -> Vec<String> {
 /// share a cache, each under its own name).
 ///
 /// # Errors
-/// typst's errors, as one `print` diagnostic.
-pub fn typeset(edition: &Edition, cache: &Path) -> Result<(Vec<u8>, bool), Diagnostic> {
+/// typst's errors, each at the formula or the character of the chapter it came from
+/// (`sources` holds the chapters), or else one `print` diagnostic with typst's words.
+pub fn typeset(
+    edition: &Edition,
+    cache: &Path,
+    sources: &Sources,
+) -> Result<(Vec<u8>, bool), Vec<Diagnostic>> {
     let dir = cache.join("print");
     let book = crate::book::render::slugify(&edition.document.ident);
     let name = format!("{book}-{}.pdf", cache_key(&edition.document));
@@ -146,11 +162,7 @@ pub fn typeset(edition: &Edition, cache: &Path) -> Result<(Vec<u8>, bool), Diagn
         return Ok((bytes, false));
     }
     let bytes = revtx_pdf::typeset(&edition.document).map_err(|problems| {
-        let mut d = Diagnostic::error(Code::Print, None, "cannot typeset the print edition");
-        for p in problems.iter().take(8) {
-            d = d.note(p.to_string());
-        }
-        d.hint("build with --no-pdf to skip the print edition while you look into it")
+        origin::diagnostics(&problems, &edition.document.main, &edition.origins, sources)
     })?;
     // A cache that cannot be written only costs the next build a typesetting.
     let _ = std::fs::create_dir_all(&dir);
@@ -206,10 +218,17 @@ impl<'a> Printer<'a> {
         }
     }
 
-    /// A formula as typst math; one mitex cannot convert is reported at the formula.
+    /// `markup` marked as coming from `origin`, for typst's problems in it.
+    fn mark(&mut self, origin: Origin, markup: &str) -> String {
+        self.origins.push(origin);
+        origin::wrap(self.origins.len() - 1, markup)
+    }
+
+    /// A formula as typst math (marked as the formula's, for typst's problems in it); one
+    /// mitex cannot convert is reported at the formula.
     fn math(&mut self, m: &Math) -> String {
         match revtx_pdf::latex_to_typst(&m.tex) {
-            Ok(s) => s,
+            Ok(s) => self.mark(Origin::Formula(m.span.clone()), &s),
             Err(e) => {
                 self.diags.push(
                     Diagnostic::error(
