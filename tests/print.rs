@@ -182,7 +182,7 @@ fn formulas_typeset_one_by_one() {
     }
 }
 
-/// The LaTeX a textbook writes, which KaTeX shows on the site, typesets in the PDF too:
+/// The LaTeX a textbook writes, which `KaTeX` shows on the site, typesets in the PDF too:
 /// `align`, `align*`, `aligned`, `cases`, `pmatrix`, `bmatrix`, `\operatorname`, `\text`,
 /// `\mathrm`, `\boldsymbol` (issue 42, item 10), each in a book of its own chapter, and the
 /// PDF's text holds what each wrote.

@@ -81,8 +81,8 @@ pub fn diagnostics(
                         )
                         .label(p.message.trim_start_matches("PDF/UA-1 error: "))
                         .hint(
-                            "write it with the LaTeX the guide lists for print (Writing, \
-                             \"Math in print\"), or build with --no-pdf",
+                            "write it with the LaTeX the guide lists in \"Math in print\" (the print \
+                             edition's chapter), or build with --no-pdf",
                         ),
                     );
                 }
