@@ -203,3 +203,103 @@ fn a_second_signal_exits_at_once() {
         "the site changed"
     );
 }
+
+/// A build killed at any moment of writing the site (SIGKILL, so no handler runs: the
+/// worst a second Ctrl-C or a power cut can do) leaves the whole old site or the whole new
+/// one, never a mix; the next build finishes the job and sweeps what the killed one left.
+#[test]
+fn a_build_killed_while_writing_leaves_one_whole_site() {
+    let chapter = |word: &str| format!("# I\n\n{TINY_RUN}\n\n[103,244]{{=tiny.params}} {word}.\n");
+    let p = Project::new(&chapter("alpha"));
+    let site = p.root().join("site");
+    let build = || {
+        let mut c = Command::new(env!("CARGO_BIN_EXE_revtx-book"));
+        c.args(["build", "--offline", "--no-pdf", "--quiet", "--root"])
+            .arg(p.root())
+            .arg("--out")
+            .arg(&site)
+            .env("REVTX_ENGINE", common::engine_exe())
+            .env("SOURCE_DATE_EPOCH", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        c
+    };
+    // Trains the tiny run once; every build after this one reads it from the cache.
+    assert_eq!(p.build().errors(), 0);
+    let mut whole = Vec::new();
+    let mut took = Duration::ZERO;
+    for word in ["alpha", "beta"] {
+        std::fs::write(p.root().join("book/chapter.md"), chapter(word)).unwrap();
+        let t = Instant::now();
+        assert!(build().status().unwrap().success());
+        took = took.max(t.elapsed());
+        whole.push(files_under(&site));
+    }
+    assert_ne!(whole[0], whole[1]);
+    // Half the kills are spread from the start of a build to well past its end; the other
+    // half land the moment the chapter's page changes, which is inside the write phase of
+    // a writer that rewrites files one by one.
+    let page = site.join("chapter-1.html");
+    let stamp = || {
+        std::fs::metadata(&page).map_or((0, 0), |m| {
+            use std::os::unix::fs::MetadataExt;
+            (m.ino(), m.mtime_nsec())
+        })
+    };
+    let (mut old, mut new) = (0, 0);
+    for k in 0..24u32 {
+        let (from, to) = ((k + 1) % 2, k % 2);
+        std::fs::write(
+            p.root().join("book/chapter.md"),
+            chapter(["alpha", "beta"][to as usize]),
+        )
+        .unwrap();
+        let before = stamp();
+        let mut child = build().spawn().unwrap();
+        if k % 2 == 0 {
+            std::thread::sleep(took * (k / 2) / 8);
+        } else {
+            let t = Instant::now();
+            while stamp() == before && t.elapsed() < took * 4 {
+                std::hint::spin_loop();
+            }
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        let now = files_under(&site);
+        if now == whole[from as usize] {
+            old += 1;
+        } else if now == whole[to as usize] {
+            new += 1;
+        } else {
+            panic!("kill {k} left a mixed site");
+        }
+        // The next build completes it; the site is then the new one, and nothing of the
+        // killed build is left beside it.
+        assert!(build().status().unwrap().success());
+        assert_eq!(files_under(&site), whole[to as usize]);
+        let beside: Vec<String> = std::fs::read_dir(p.root())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with(".revtx-site-tmp-"))
+            .collect();
+        assert!(
+            beside.is_empty(),
+            "left beside the site after kill {k}: {beside:?} holding {:?}",
+            beside
+                .iter()
+                .map(|b| files_under(&p.root().join(b))
+                    .into_iter()
+                    .map(|(n, c)| format!(
+                        "{n}: {}",
+                        String::from_utf8_lossy(&c[..c.len().min(80)])
+                    ))
+                    .collect::<Vec<_>>())
+                .collect::<Vec<_>>()
+        );
+    }
+    assert!(
+        old > 0 && new > 0,
+        "{old} kills left the old site, {new} the new one"
+    );
+}

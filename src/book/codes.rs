@@ -40,10 +40,15 @@ codes! {
     NoChapters => "no-chapters",
     /// A chapter listed in book.toml lies outside book/ (an absolute path, `..`, a symlink).
     ChapterOutside => "chapter-outside",
+    /// The bibliography or citation style book.toml names lies outside book/.
+    FileOutside => "file-outside",
     /// book.toml lists the same chapter file twice.
     DuplicateChapter => "duplicate-chapter",
     /// A file cannot be read or written.
     Io => "io",
+    /// The output folder is not one the tool may write: the book, the project, the cache,
+    /// `/`, the home folder, or a non-empty folder that holds no site of its own.
+    OutDir => "out-dir",
 
     // ---- Markup
     /// A directive is malformed: a missing argument, a claim where none may be.

@@ -33,6 +33,7 @@ pub mod expr;
 pub mod figures;
 pub mod kinds;
 pub mod numerics;
+pub mod outdir;
 pub mod parse;
 pub mod plan;
 pub mod print;
@@ -121,6 +122,13 @@ pub fn build(opts: &BuildOptions) -> Outcome {
 
 /// The stages, filling `o` as they go; an early return keeps what was done so far.
 fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
+    // An output folder the tool may not write is refused before anything is read or run.
+    if let Some(out) = &opts.out {
+        if let Err(d) = outdir::check(&opts.root, &opts.runs.caches(), out) {
+            o.diags.push(d);
+            return;
+        }
+    }
     let t = Instant::now();
     let book = parse::load(&opts.root, &mut o.sources, &mut o.diags);
     o.timings.push(("parse", t.elapsed()));
@@ -324,7 +332,12 @@ fn write_stage(
     out: &std::path::Path,
     ctx: &site::SiteContext,
 ) {
-    if let Err(e) = site::write(&opts.root, out, ctx) {
+    // Checked again: the folder may have changed while the runs trained.
+    let state = match outdir::check(&opts.root, &opts.runs.caches(), out) {
+        Ok(s) => s,
+        Err(d) => return o.diags.push(d),
+    };
+    if let Err(e) = site::write(&opts.root, out, &state, ctx) {
         o.diags.push(Diagnostic::error(
             Code::Io,
             None,

@@ -67,9 +67,14 @@ pub fn templates(root: &Path) -> Result<Environment<'static>> {
     Ok(env)
 }
 
-/// Renders the site's files, then makes `out` hold exactly them.
-pub fn write(root: &Path, out: &Path, ctx: &SiteContext) -> Result<super::sitefiles::Written> {
-    files(root, ctx)?.write(out)
+/// Renders the site's files, then makes `out` (which holds `state`) hold exactly them.
+pub fn write(
+    root: &Path,
+    out: &Path,
+    state: &super::outdir::OutState,
+    ctx: &SiteContext,
+) -> Result<super::sitefiles::Written> {
+    files(root, ctx)?.write(out, state)
 }
 
 /// Every file of the site, rendered.

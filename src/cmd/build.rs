@@ -53,7 +53,14 @@ pub fn report(common: &Common, opts: &BuildOptions, what: &str) -> ExitCode {
         if errors == 1 { "" } else { "s" },
         started.elapsed().as_secs_f64()
     );
-    if errors > 0 {
+    // A refused output folder is a usage error, like a bad flag: exit 2, nothing touched.
+    if outcome
+        .diags
+        .iter()
+        .any(|d| d.code == book::codes::Code::OutDir)
+    {
+        ExitCode::from(2)
+    } else if errors > 0 {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
