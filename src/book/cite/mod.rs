@@ -83,7 +83,13 @@ pub fn load(
         range: s.span(),
     };
     let (path, named) = match &config.bibliography {
-        Some(b) => (book_dir.join(b.get_ref()), Some(at(b))),
+        Some(b) => match crate::book::parse::book_file(&book_dir, b.get_ref()) {
+            Ok((path, _)) => (path, Some(at(b))),
+            Err(why) => {
+                diags.push(outside("the bibliography", b.get_ref(), why, at(b)));
+                return None;
+            }
+        },
         None => (book_dir.join(DEFAULT_FILE), None),
     };
     // A style book.toml names is checked even in a book with no bibliography yet.
@@ -175,7 +181,14 @@ fn style(
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("csl"))
     {
-        let xml = std::fs::read_to_string(book_dir.join(name)).map_err(|e| e.to_string());
+        let path = match crate::book::parse::book_file(book_dir, name) {
+            Ok((path, _)) => path,
+            Err(why) => {
+                diags.push(outside("the citation style", name, why, at));
+                return None;
+            }
+        };
+        let xml = std::fs::read_to_string(path).map_err(|e| e.to_string());
         xml.and_then(|x| Style::from_xml(&x).map_err(|e| e.to_string()))
     } else {
         ArchivedStyle::by_name(name)
@@ -200,6 +213,16 @@ fn style(
             None
         }
     }
+}
+
+/// A file book.toml names that lies outside `book/`: refused, never read.
+fn outside(what: &str, rel: &str, why: &str, at: Span) -> Diagnostic {
+    Diagnostic::error(
+        Code::FileOutside,
+        Some(at),
+        format!("refusing to read {what} `{rel}`: {why}"),
+    )
+    .hint("the book's files live in book/, named relative to it, e.g. `references.bib`")
 }
 
 fn independent(s: Style) -> Option<IndependentStyle> {

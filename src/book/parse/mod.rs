@@ -35,6 +35,7 @@
 //! prose, tables, lists, headings and figure and table captions, but not in code, math or
 //! HTML. Every other numeral in prose is an `unbound-number` warning (`numerals.rs`).
 
+pub mod answers;
 pub mod directive;
 pub mod events;
 pub mod footnotes;
@@ -254,6 +255,21 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
         );
         return None;
     }
+    if let Some(url) = &config.url {
+        if let Err(why) = check_url(url) {
+            diags.push(
+                Diagnostic::error(
+                    Code::Toml,
+                    Some(Span {
+                        file,
+                        range: value_range(&text, "url"),
+                    }),
+                    format!("`url` must be the site's absolute address: {why}"),
+                )
+                .hint("write it with its scheme, e.g. `url = \"https://example.org/book/\"`"),
+            );
+        }
+    }
     let chapters = load_chapters(root, &config, file, sources, diags);
     let reported = diags.len();
     let bibliography = crate::book::cite::load(root, &config, file, sources, diags);
@@ -354,26 +370,73 @@ fn key_range(text: &str, key: &str) -> std::ops::Range<usize> {
     0..1
 }
 
-/// A chapter's file: relative to `book/`, and inside it once symlinks are resolved (the
-/// rule `include` applies to the project). Gives the path to read and the file's identity
-/// (its canonical path, when it exists); `Err` says why not, to be placed at its entry.
+/// Whether `url` is an absolute `http(s)` address with a host: the print edition links
+/// the site's interactive parts there, and a relative link would lead nowhere.
+fn check_url(url: &str) -> Result<(), String> {
+    let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+    else {
+        return Err(format!(
+            "`{url}` does not start with `https://` or `http://`"
+        ));
+    };
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let host_ok = !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
+    if !host_ok {
+        return Err(format!("`{url}` has no host name"));
+    }
+    if url.chars().any(char::is_whitespace) {
+        return Err(format!("`{url}` holds a space"));
+    }
+    Ok(())
+}
+
+/// Where the value of `key = value` lies in a TOML text (a quoted string with its quotes),
+/// or the key when the value cannot be found.
+fn value_range(text: &str, key: &str) -> std::ops::Range<usize> {
+    let k = key_range(text, key);
+    let after = &text[k.end..];
+    let Some(eq) = after.find('=') else { return k };
+    let v = after[eq + 1..].trim_start();
+    let start = text.len() - after.len() + eq + 1 + (after[eq + 1..].len() - v.len());
+    let len = if let Some(body) = v.strip_prefix('"') {
+        body.find('"').map_or(v.len(), |e| e + 2)
+    } else {
+        v.find(['\n', '#']).unwrap_or(v.len()).max(1)
+    };
+    start..start + len
+}
+
+/// A chapter's file: relative to `book/`, and inside it (see [`book_file`]). Gives the
+/// path to read and the file's identity; `Err` says why not, to be placed at its entry.
 fn chapter_path(book_dir: &Path, rel: &str) -> Result<(PathBuf, PathBuf), Diagnostic> {
-    let refuse = |why: &str| {
+    book_file(book_dir, rel).map_err(|why| {
         Diagnostic::error(
             Code::ChapterOutside,
             None,
             format!("refusing to read chapter `{rel}`: {why}"),
         )
         .hint("chapter files live in book/, named relative to it, e.g. `chapter-2.md`")
-    };
+    })
+}
+
+/// A file book.toml names (a chapter, the bibliography, a style): relative to `book/`, and
+/// inside it once symlinks are resolved (the rule `include` applies to the project). Gives
+/// the path to read and the file's identity (its canonical path, when it exists); `Err`
+/// says why not.
+pub fn book_file(book_dir: &Path, rel: &str) -> Result<(PathBuf, PathBuf), &'static str> {
     let p = Path::new(rel);
     if p.is_absolute() {
-        return Err(refuse("the path is absolute"));
+        return Err("the path is absolute");
     }
     if p.components()
         .any(|c| matches!(c, std::path::Component::ParentDir))
     {
-        return Err(refuse("the path leaves the book directory (`..`)"));
+        return Err("the path leaves the book directory (`..`)");
     }
     let joined = book_dir.join(p);
     // A file that does not exist is reported when it is read; one that does must not be a
@@ -383,7 +446,7 @@ fn chapter_path(book_dir: &Path, rel: &str) -> Result<(PathBuf, PathBuf), Diagno
         std::fs::canonicalize(book_dir),
     ) {
         if !canon.starts_with(&dir) {
-            return Err(refuse("it is a link to a file outside the book directory"));
+            return Err("it is a link to a file outside the book directory");
         }
         return Ok((joined, canon));
     }

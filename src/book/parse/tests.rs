@@ -297,3 +297,26 @@ fn unbound_numbers_are_warned_about_where_they_are() {
     assert_eq!(unbound, [(3, "1.10"), (8, "25")]);
     assert_eq!(c.unbound, 2);
 }
+
+/// `url` is the site's absolute address: a scheme and a host, nothing relative.
+#[test]
+fn url_must_be_absolute_http() {
+    for ok in [
+        "https://example.org/book/",
+        "http://localhost:3000",
+        "https://a.b-c.org",
+    ] {
+        assert_eq!(super::check_url(ok), Ok(()), "{ok}");
+    }
+    for bad in [
+        "example.org/book",
+        "//example.org",
+        "ftp://example.org",
+        "https://",
+        "https:///path",
+        "https://exa mple.org",
+        "https://example.org/a b",
+    ] {
+        assert!(super::check_url(bad).is_err(), "{bad}");
+    }
+}
