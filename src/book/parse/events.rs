@@ -54,6 +54,7 @@ pub fn parse(file: FileId, src: &str, sub: &Substituted, diags: &mut Vec<Diagnos
         .into_offset_iter()
         .collect();
     let index = prose(&events, sub, diags);
+    super::answers::check(file, src, &events, sub, diags);
     let notes = footnotes::check(file, src, &events, sub, diags);
     let lint = numerals::lint(
         events.iter().map(|(e, r)| (e, r.clone())),
