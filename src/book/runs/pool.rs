@@ -105,9 +105,9 @@ pub fn run_jobs(
             .total_cmp(&a.config.flop())
             .then_with(|| a.key.cmp(&b.key))
     });
+    let workers = workers(opts.jobs, jobs.len());
     let queue = Arc::new(Mutex::new(std::collections::VecDeque::from(jobs)));
     let out: Arc<Mutex<Outcomes>> = Arc::new(Mutex::new(Vec::new()));
-    let workers = opts.jobs.max(1);
     std::thread::scope(|s| {
         for _ in 0..workers {
             let (queue, out) = (queue.clone(), out.clone());
@@ -132,4 +132,21 @@ pub fn run_jobs(
         }
     }
     done
+}
+
+/// How many workers train `n` jobs when `--jobs` asks for `asked`: never more than there
+/// are jobs (`--jobs 1000000` would start a million threads), never none.
+fn workers(asked: usize, n: usize) -> usize {
+    asked.min(n).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn workers_are_capped_at_the_jobs() {
+        assert_eq!(super::workers(1_000_000, 3), 3);
+        assert_eq!(super::workers(2, 33), 2);
+        assert_eq!(super::workers(0, 5), 1);
+        assert_eq!(super::workers(4, 0), 1);
+    }
 }
