@@ -329,8 +329,8 @@ fn diagnostics_appendix(examples: &std::collections::BTreeMap<Code, Example>) {
         } else {
             let file = PRODUCED_ELSEWHERE
                 .iter()
-                .find(|(c, _)| *c == code)
-                .map_or("a test", |(_, f)| f);
+                .find(|(c, _, _)| *c == code)
+                .map_or("a test", |(_, f, _)| f);
             let _ = write!(
                 md,
                 "\nNo fixture book can produce it; `{file}` does, and checks it.\n"
@@ -397,26 +397,134 @@ fn the_appendix_is_rewritten_only_when_asked_and_never_under_ci() {
     }
 }
 
-/// Codes no fixture book can produce (the machine, the cache, the command line, a signal),
-/// each with the test file that produces it and asserts it by its variant.
-const PRODUCED_ELSEWHERE: &[(Code, &str)] = &[
-    (Code::UnknownRun, "tests/fixtures.rs"),
-    (Code::Offline, "tests/cache.rs"),
-    (Code::CacheConflict, "tests/shard.rs"),
-    (Code::Interrupted, "tests/interrupt.rs"),
-    (Code::AssertionsToRewrite, "tests/claims.rs"),
-    (Code::Bless, "tests/claims.rs"),
-    (Code::RunFailed, "tests/cache.rs"),
-    (Code::Template, "tests/site.rs"),
-    (Code::Print, "tests/print.rs"),
-    (Code::NumericsUnsupported, "src/book/numerics.rs"),
-    (Code::NumericsMismatch, "tests/numerics.rs"),
-    (Code::NumericsProbe, "tests/numerics.rs"),
-    (Code::NumericsFile, "tests/numerics.rs"),
-    (Code::NumericsUnrecorded, "tests/numerics.rs"),
-    (Code::NumericsEngine, "tests/numerics.rs"),
-    (Code::NotComparable, "tests/claims.rs"),
+/// Codes no fixture book can produce, each with the test that does: (code, the test's
+/// file, the `#[test]` function). The check below requires that function to be a test and
+/// to name the code, in its body or in a function of its file that it calls.
+const PRODUCED_ELSEWHERE: &[(Code, &str, &str)] = &[
+    (
+        Code::OutDir,
+        "tests/outdir.rs",
+        "a_refused_out_is_an_out_dir_error",
+    ),
+    (Code::UnknownRun, "tests/codes.rs", "unknown_run"),
+    (Code::Offline, "tests/codes.rs", "offline"),
+    (Code::CacheConflict, "tests/codes.rs", "cache_conflict"),
+    (
+        Code::Interrupted,
+        "tests/interrupt.rs",
+        "ctrl_c_stops_the_build_and_changes_nothing",
+    ),
+    (
+        Code::AssertionsToRewrite,
+        "tests/claims.rs",
+        "bless_lists_false_assertions_and_rewrites_none",
+    ),
+    (Code::Bless, "tests/codes.rs", "bless"),
+    (Code::RunFailed, "tests/codes.rs", "run_failed"),
+    (
+        Code::Template,
+        "tests/site.rs",
+        "a_broken_template_is_an_error",
+    ),
+    (
+        Code::Print,
+        "tests/print.rs",
+        "a_formula_print_cannot_take_is_an_error_at_the_formula",
+    ),
+    (
+        Code::NumericsUnsupported,
+        "tests/numerics.rs",
+        "a_platform_without_avx2_is_refused",
+    ),
+    (
+        Code::NumericsMismatch,
+        "tests/numerics.rs",
+        "a_different_fingerprint_stops_the_build_before_training",
+    ),
+    (Code::NumericsProbe, "tests/codes.rs", "numerics_probe"),
+    (
+        Code::NumericsFile,
+        "tests/numerics.rs",
+        "an_unreadable_numerics_record_is_an_error",
+    ),
+    (
+        Code::NumericsUnrecorded,
+        "tests/numerics.rs",
+        "a_missing_record_fails_the_gate",
+    ),
+    (
+        Code::NumericsEngine,
+        "tests/numerics.rs",
+        "a_record_from_another_engine_fails_the_gate",
+    ),
+    (
+        Code::NotComparable,
+        "tests/claims.rs",
+        "drift_under_the_native_profile_is_not_comparable",
+    ),
 ];
+
+/// The functions of a Rust file: name → (body, whether `#[test]` marks it). A body runs
+/// from its `fn` to the first line that is a lone `}` (rustfmt's layout).
+fn functions(text: &str) -> std::collections::BTreeMap<&str, (&str, bool)> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut attrs_test = false;
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with("#[test]") {
+            attrs_test = true;
+        } else if let Some(rest) = t
+            .strip_prefix("pub fn ")
+            .or_else(|| t.strip_prefix("fn "))
+            .filter(|_| line.starts_with("fn ") || line.starts_with("pub fn "))
+        {
+            let name = &rest[..rest.find(['(', '<']).unwrap_or(rest.len())];
+            let end = text[offset..]
+                .find("\n}\n")
+                .map_or(text.len(), |k| offset + k + 3);
+            out.insert(name, (&text[offset..end], attrs_test));
+            attrs_test = false;
+        } else if !(t.starts_with("#[")
+            || t.starts_with("///")
+            || t.starts_with(')')
+            || t.starts_with("reason")
+            || t.starts_with("clippy")
+            || t.is_empty())
+        {
+            attrs_test = false;
+        }
+        offset += line.len();
+    }
+    out
+}
+
+/// Whether the `#[test]` function `test` of `text` names `code` in its body or in the body
+/// of a function of the same file that it calls; `Err` says why not.
+fn test_produces(text: &str, test: &str, code: Code) -> Result<(), String> {
+    let fns = functions(text);
+    let Some((body, is_test)) = fns.get(test) else {
+        return Err(format!("there is no function `{test}`"));
+    };
+    if !is_test {
+        return Err(format!("`{test}` is not a #[test]"));
+    }
+    let names = format!("Code::{code:?}");
+    let names_it = |b: &str| {
+        b.match_indices(&names).any(|(k, _)| {
+            !b[k + names.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
+        })
+    };
+    let called = fns
+        .iter()
+        .filter(|(n, _)| **n != test && body.contains(&format!("{n}(")))
+        .any(|(_, (b, _))| names_it(b));
+    if names_it(body) || called {
+        Ok(())
+    } else {
+        Err(format!("`{test}` never names `{names}`"))
+    }
+}
 
 /// Every diagnostic code is produced by a fixture above, or by a test that names it.
 fn every_code_is_produced(produced: &std::collections::BTreeSet<Code>) {
@@ -425,13 +533,11 @@ fn every_code_is_produced(produced: &std::collections::BTreeSet<Code>) {
         if produced.contains(&code) {
             continue;
         }
-        match PRODUCED_ELSEWHERE.iter().find(|(c, _)| *c == code) {
-            Some((_, file)) => {
+        match PRODUCED_ELSEWHERE.iter().find(|(c, _, _)| *c == code) {
+            Some((_, file, test)) => {
                 let text = std::fs::read_to_string(repo().join(file)).unwrap_or_default();
-                if !text.contains(&format!("Code::{code:?}")) {
-                    missing.push(format!(
-                        "{code} (said to be tested in {file}, which never names `Code::{code:?}`)"
-                    ));
+                if let Err(why) = test_produces(&text, test, code) {
+                    missing.push(format!("{code} (said to be produced in {file}: {why})"));
                 }
             }
             None => missing.push(format!(
@@ -639,4 +745,37 @@ fn front_matter_and_appendices_are_numbered_by_their_place() {
         one.contains("rel=\"next\" href=\"appendix-a.html\""),
         "next of chapter 1"
     );
+}
+
+/// The check of `PRODUCED_ELSEWHERE` takes a test that names the code, and refuses what the
+/// issue found there: a file that only holds the list, and production code.
+#[test]
+fn a_code_is_produced_only_by_a_test_that_names_it() {
+    let read = |f: &str| std::fs::read_to_string(repo().join(f)).unwrap();
+    assert_eq!(
+        test_produces(&read("tests/codes.rs"), "unknown_run", Code::UnknownRun),
+        Ok(())
+    );
+    // The list itself names every code, in no test.
+    let here = read("tests/fixtures.rs");
+    assert!(test_produces(
+        &here,
+        "every_bad_input_gets_its_diagnostic",
+        Code::UnknownRun
+    )
+    .is_err());
+    // Production code names the code, and is no test.
+    let err = test_produces(
+        &read("src/book/numerics.rs"),
+        "gate_on",
+        Code::NumericsUnsupported,
+    )
+    .unwrap_err();
+    assert!(err.contains("is not a #[test]"), "{err}");
+    // A prefix of another code's name is not the code.
+    let text = "#[test]\nfn t() {\n    let _ = Code::NumericsFileX;\n}\n";
+    assert!(test_produces(text, "t", Code::NumericsFile).is_err());
+    // A helper the test calls counts.
+    let text = "fn helper() {\n    Code::Drift;\n}\n\n#[test]\nfn t() {\n    helper();\n}\n";
+    assert_eq!(test_produces(text, "t", Code::Drift), Ok(()));
 }

@@ -249,3 +249,36 @@ fn a_numerics_probe_that_cannot_run_is_an_error() {
     );
     assert!(!p.root().join(".revtx-cache/runs").exists(), "it trained");
 }
+
+/// A platform without AVX2 and FMA cannot compute the book's bits: the gate stops the
+/// build with an error before anything trains (`--ignore-numerics` goes on, as a warning).
+#[test]
+fn a_platform_without_avx2_is_refused() {
+    use revtx_spec::profile::{Platform, Profile};
+    let p = Project::new("# T\n");
+    let old = Platform {
+        arch: "x86_64".into(),
+        os: "linux".into(),
+        vendor: "GenuineIntel".into(),
+        cpu: "an old CPU".into(),
+        isa: "sse4_2".into(),
+    };
+    for (ignore, severity, proceed) in [
+        (false, Severity::Error, false),
+        (true, Severity::Warning, true),
+    ] {
+        let (mut sources, mut diags) = (Default::default(), Vec::new());
+        let gate = revtx_book::book::numerics::gate_on(
+            &old,
+            p.root(),
+            &common::engine_exe(),
+            Profile::Portable,
+            (ignore, false),
+            &mut sources,
+            &mut diags,
+        );
+        assert_eq!(gate.proceed, proceed);
+        let codes: Vec<_> = diags.iter().map(|d| (d.code, d.severity)).collect();
+        assert_eq!(codes, vec![(Code::NumericsUnsupported, severity)]);
+    }
+}

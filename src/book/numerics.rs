@@ -66,14 +66,36 @@ pub fn recorded(
     }
 }
 
-#[allow(
-    clippy::too_many_lines,
-    reason = "one decision, its cases read top to bottom"
-)]
 /// Compares this machine with the book. `ignore` trains anyway (its figures are then
 /// reported as not comparable); `blessing` expects a missing or foreign record (the bless
 /// writes this machine's); `profile` other than portable is never compared.
 pub fn gate(
+    root: &Path,
+    engine: &Path,
+    profile: Profile,
+    switches: (bool, bool),
+    sources: &mut Sources,
+    diags: &mut Vec<Diagnostic>,
+) -> Gate {
+    gate_on(
+        &Platform::this(),
+        root,
+        engine,
+        profile,
+        switches,
+        sources,
+        diags,
+    )
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "one decision, its cases read top to bottom"
+)]
+/// [`gate`] on the platform `here` (this machine's, but for a test of one that cannot
+/// compute the book's bits).
+pub fn gate_on(
+    here: &Platform,
     root: &Path,
     engine: &Path,
     profile: Profile,
@@ -92,7 +114,6 @@ pub fn gate(
         g.summary = format!("numerics: profile `{profile}`: results hold on this machine only and are not compared with the book");
         return g;
     }
-    let here = Platform::this();
     if let Some(why) = here.unsupported(profile) {
         let d = Diagnostic::error(Code::NumericsUnsupported, None, "figures cannot be checked bit-for-bit on this platform")
             .note(why)
