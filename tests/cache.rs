@@ -246,3 +246,46 @@ fn a_run_over_its_time_budget_fails_at_its_directive() {
         "a failed run left a cache entry"
     );
 }
+
+/// `serve`'s memo of verified entries (`remember_verified`): an entry whose files are as
+/// they were is taken without reading it again, and one whose weights changed in place
+/// (same size, new bytes) is read and verified afresh, so it is caught as corrupt.
+#[test]
+fn the_serve_memo_never_hides_a_changed_entry() {
+    let src = format!("# C\n\n{TINY_RUN}\n\n[103,244]{{=tiny.params}}\n");
+    let p = Project::new(&src);
+    let memo = || {
+        let mut opts = p.options(false);
+        opts.runs.remember_verified = true;
+        revtx_book::book::build(&opts)
+    };
+    assert_eq!(memo().errors(), 0);
+    let runs = p.root().join(".revtx-cache/runs");
+    let entry = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .unwrap();
+    // Remembered: the second build takes it from the memo, as cached.
+    let again = memo();
+    assert_eq!(again.errors(), 0);
+    assert!(
+        runs_of(&again)[0].contains("cached"),
+        "{:?}",
+        again.run_report
+    );
+    // The weights rewritten in place, the same length: the memo must not answer for them.
+    let weights = entry.join("weights.safetensors");
+    let mut bytes = std::fs::read(&weights).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::thread::sleep(std::time::Duration::from_millis(10));
+    std::fs::write(&weights, &bytes).unwrap();
+    let changed = memo();
+    assert_eq!(changed.errors(), 0);
+    assert!(
+        runs_of(&changed)[0].contains("corrupt"),
+        "{:?}",
+        changed.run_report
+    );
+}
