@@ -14,6 +14,10 @@ use std::process::ExitCode;
 
 mod cmd;
 
+/// Every allocation of the compiler goes to mimalloc (see Cargo.toml).
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use cmd::Common;
 
 #[derive(Parser)]

@@ -90,7 +90,7 @@ pub fn extract_anchor(src: &str, anchor: Option<&str>) -> Result<String, Vec<Str
 impl Renderer<'_> {
     /// A code block of the chapter.
     pub(super) fn code_block(&mut self, lang: &str, code: &str) -> String {
-        let html = highlight(code, lang).unwrap_or_default();
+        let html = self.katex.highlight(code, lang).unwrap_or_default();
         self.html("partials/code.html", context! { lang, html, code })
     }
 
@@ -107,7 +107,7 @@ impl Renderer<'_> {
                     Some(a) => format!("{path} ({a})"),
                     None => path.to_string(),
                 };
-                let html = highlight(&code, &lang).unwrap_or_default();
+                let html = self.katex.highlight(&code, &lang).unwrap_or_default();
                 let listing = self.html(
                     "partials/listing.html",
                     context! { title, lang, html, code => &code },

@@ -12,11 +12,31 @@ use std::collections::HashMap;
 #[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct KatexCache {
     pub entries: HashMap<String, String>,
+    /// Highlighted code by (tool versions, language, code): loading syntect's syntaxes and
+    /// compiling their patterns took a quarter of a warm build.
+    #[serde(default)]
+    pub highlights: HashMap<String, Option<String>>,
     #[serde(skip)]
     pub dirty: bool,
 }
 
 impl KatexCache {
+    /// `listings::highlight(code, lang)`, remembered.
+    pub fn highlight(&mut self, code: &str, lang: &str) -> Option<String> {
+        // The dependencies' versions (syntect's syntaxes among them) are part of the key.
+        static SALT: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+            blake3::hash(include_bytes!("../../../Cargo.lock")).to_hex()[..16].to_string()
+        });
+        let key = format!("{}\0{lang}\0{code}", *SALT);
+        if let Some(h) = self.highlights.get(&key) {
+            return h.clone();
+        }
+        let html = super::listings::highlight(code, lang);
+        self.highlights.insert(key, html.clone());
+        self.dirty = true;
+        html
+    }
+
     pub fn render(&mut self, formula: &str, display: bool) -> Result<String, String> {
         let key = format!("{}{formula}", if display { "D" } else { "I" });
         if let Some(h) = self.entries.get(&key) {

@@ -111,15 +111,21 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
             keys.push(&job.key);
         }
     }
-    for key in keys {
+    // Reading and verifying an entry (its result parsed, its weights hashed) is most of a
+    // warm build's time with the runs: the keys are looked up on every core.
+    let looked_up = lookup_all(&keys, |key| {
         let same: Vec<&Job> = all.iter().filter(|j| j.key == key).collect();
         let first = same[0];
         let forced = opts.rerun_all || same.iter().any(|j| opts.rerun.contains(&j.run));
-        let found = if forced {
+        if forced {
             Err(entry::FindError::Invalid("--rerun asked for it".into()))
         } else {
             find_remembered(&caches, key, first, opts)
-        };
+        }
+    });
+    for (key, found) in keys.into_iter().zip(looked_up) {
+        let same: Vec<&Job> = all.iter().filter(|j| j.key == key).collect();
+        let first = same[0];
         match found {
             Ok((dir, result)) => {
                 for job in same {
@@ -141,6 +147,29 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
         }
     }
     r
+}
+
+/// `find(key)` for every key, on as many threads as the machine has cores, in the keys'
+/// order.
+fn lookup_all<T: Send>(keys: &[&str], find: impl Fn(&str) -> T + Sync) -> Vec<T> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, std::num::NonZero::get)
+        .min(keys.len())
+        .max(1);
+    if threads == 1 {
+        return keys.iter().map(|k| find(k)).collect();
+    }
+    let chunk = keys.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = keys
+            .chunks(chunk)
+            .map(|part| s.spawn(|| part.iter().map(|k| find(k)).collect::<Vec<T>>()))
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().expect("a cache lookup thread panicked"))
+            .collect()
+    })
 }
 
 /// One diagnostic per conflicting key: the caches were filled under different numerics.
