@@ -54,7 +54,7 @@ def commit(root: str = ".") -> tuple[str, bool]:
     # book/claims.json is rewritten by every build, the measured ones too: it is no change
     # to what was measured.
     changed = [l for l in git("status", "--porcelain", "--untracked-files=no").splitlines()
-               if l[3:] != "book/claims.json"]
+               if l.split(None, 1)[-1] != "book/claims.json"]
     return git("rev-parse", "HEAD"), bool(changed)
 
 
