@@ -499,15 +499,15 @@ fn functions(text: &str) -> std::collections::BTreeMap<&str, (&str, bool)> {
     out
 }
 
-/// Whether the `#[test]` function `test` of `text` names `code` in its body or in the body
+/// Whether the `#[test]` function `test_fn` of `source` names `code` in its body or in the body
 /// of a function of the same file that it calls; `Err` says why not.
-fn test_produces(text: &str, test: &str, code: Code) -> Result<(), String> {
-    let fns = functions(text);
-    let Some((body, is_test)) = fns.get(test) else {
-        return Err(format!("there is no function `{test}`"));
+fn test_produces(source: &str, test_fn: &str, code: Code) -> Result<(), String> {
+    let fns = functions(source);
+    let Some((body, is_test)) = fns.get(test_fn) else {
+        return Err(format!("there is no function `{test_fn}`"));
     };
     if !is_test {
-        return Err(format!("`{test}` is not a #[test]"));
+        return Err(format!("`{test_fn}` is not a #[test]"));
     }
     let names = format!("Code::{code:?}");
     let names_it = |b: &str| {
@@ -517,12 +517,12 @@ fn test_produces(text: &str, test: &str, code: Code) -> Result<(), String> {
     };
     let called = fns
         .iter()
-        .filter(|(n, _)| **n != test && body.contains(&format!("{n}(")))
+        .filter(|(n, _)| **n != test_fn && body.contains(&format!("{n}(")))
         .any(|(_, (b, _))| names_it(b));
     if names_it(body) || called {
         Ok(())
     } else {
-        Err(format!("`{test}` never names `{names}`"))
+        Err(format!("`{test_fn}` never names `{names}`"))
     }
 }
 
@@ -535,8 +535,8 @@ fn every_code_is_produced(produced: &std::collections::BTreeSet<Code>) {
         }
         match PRODUCED_ELSEWHERE.iter().find(|(c, _, _)| *c == code) {
             Some((_, file, test)) => {
-                let text = std::fs::read_to_string(repo().join(file)).unwrap_or_default();
-                if let Err(why) = test_produces(&text, test, code) {
+                let source = std::fs::read_to_string(repo().join(file)).unwrap_or_default();
+                if let Err(why) = test_produces(&source, test, code) {
                     missing.push(format!("{code} (said to be produced in {file}: {why})"));
                 }
             }

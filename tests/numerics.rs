@@ -267,7 +267,7 @@ fn a_platform_without_avx2_is_refused() {
         (false, Severity::Error, false),
         (true, Severity::Warning, true),
     ] {
-        let (mut sources, mut diags) = (Default::default(), Vec::new());
+        let (mut sources, mut diags) = (revtx_book::book::diag::Sources::default(), Vec::new());
         let gate = revtx_book::book::numerics::gate_on(
             &old,
             p.root(),

@@ -122,12 +122,8 @@ pub fn build(opts: &BuildOptions) -> Outcome {
 
 /// The stages, filling `o` as they go; an early return keeps what was done so far.
 fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
-    // An output folder the tool may not write is refused before anything is read or run.
-    if let Some(out) = &opts.out {
-        if let Err(d) = outdir::check(&opts.root, &opts.runs.caches(), out) {
-            o.diags.push(d);
-            return;
-        }
+    if out_refused(opts, o) {
+        return;
     }
     let t = Instant::now();
     let book = parse::load(&opts.root, &mut o.sources, &mut o.diags);
@@ -196,16 +192,11 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
 
     let t = Instant::now();
     let katex_path = opts.runs.cache_dir.join("katex.json");
-    let mut katex: KatexCache = std::fs::read(&katex_path)
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default();
+    let mut katex = KatexCache::load(&katex_path);
     let rendered = render::render(&book, &results, &o.sources, &mut katex, &mut o.diags);
     let (chapters, claims) = (rendered.chapters, rendered.claims);
     o.counts = rendered.counts;
-    if katex.dirty {
-        let _ = site::write_atomic(&katex_path, &serde_json::to_vec(&katex).unwrap_or_default());
-    }
+    katex.save(&katex_path);
     o.timings.push(("render", t.elapsed()));
 
     if !o.comparable {
@@ -240,6 +231,18 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     o.timings.push(("write", t.elapsed()));
     o.claims = claims;
     o.chapters = chapters;
+}
+
+/// An output folder the tool may not write is refused before anything is read or run.
+fn out_refused(opts: &BuildOptions, o: &mut Outcome) -> bool {
+    let Some(out) = &opts.out else { return false };
+    match outdir::check(&opts.root, &opts.runs.caches(), out) {
+        Ok(_) => false,
+        Err(d) => {
+            o.diags.push(d);
+            true
+        }
+    }
 }
 
 /// The print edition's file name and bytes (typeset now, or from the cache), for a build

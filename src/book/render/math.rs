@@ -21,6 +21,21 @@ pub struct KatexCache {
 }
 
 impl KatexCache {
+    /// The cache at `path`; empty when it is missing or unreadable.
+    pub fn load(path: &std::path::Path) -> Self {
+        std::fs::read(path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Writes the cache to `path` if this build added to it (a failure only costs time).
+    pub fn save(&self, path: &std::path::Path) {
+        if self.dirty {
+            let bytes = serde_json::to_vec(self).unwrap_or_default();
+            let _ = crate::book::site::write_atomic(path, &bytes);
+        }
+    }
     /// `listings::highlight(code, lang)`, remembered.
     pub fn highlight(&mut self, code: &str, lang: &str) -> Option<String> {
         // The dependencies' versions (syntect's syntaxes among them) are part of the key.
