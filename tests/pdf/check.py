@@ -74,6 +74,27 @@ class Claim:
         self.value = ""
         self.before = ""
         self.after = ""
+        # Which block of its page it is in, and whether the PDF prints that whole block
+        # as the page does (see `mark_whole`): then the block is its key.
+        self.block = 0
+        self.whole = False
+        self.whole_key = 0
+        # In a table row: the row's text from its first claim on, before this one.
+        self.from_first = None
+
+    def block_keys(self) -> list[tuple[str, int]]:
+        """Its whole block, normalised, with where its value starts in it; in a table row
+        also the row from its first claim on (its label cells may wrap in the PDF)."""
+        out = []
+        for before in [self.before] + ([self.from_first] if self.from_first is not None else []):
+            b = norm(before)
+            out.append((b + norm(self.value) + norm(self.after), len(b)))
+        return out
+
+    def block_key(self) -> tuple[str, int]:
+        """The block key the PDF prints whole (see `mark_whole`), else the whole block's."""
+        keys = self.block_keys()
+        return keys[min(self.whole_key, len(keys) - 1)]
 
     def keyed(self) -> list[tuple[str, int]]:
         """The strings that find it in the PDF's normalised text, each with where its value
@@ -91,6 +112,8 @@ class Claim:
         return keys
 
     def keys(self) -> list[str]:
+        if self.whole:
+            return [BLOCK + self.block_key()[0]]
         return [k for k, _ in self.keyed()]
 
     def label(self) -> str:
@@ -111,6 +134,7 @@ class PageClaims(HTMLParser):
         self.block: list = []  # text pieces (str) and Claim objects
         self.claims: list[Claim] = []
         self.current: Claim | None = None
+        self.blocks = 0
 
     def _skipping(self) -> bool:
         return any(role in ("skip", "hide") for _, role in self.stack)
@@ -126,8 +150,13 @@ class PageClaims(HTMLParser):
 
     def _boundary(self):
         """Ends the block: each claim in it gets the text on either side."""
+        self.blocks += 1
+        first = next((k for k, x in enumerate(self.block) if isinstance(x, Claim)), 0)
         for k, item in enumerate(self.block):
             if isinstance(item, Claim):
+                item.block = self.blocks
+                if "td" in item.where:
+                    item.from_first = "".join(x if isinstance(x, str) else x.value for x in self.block[first:k])
                 item.before = "".join(x if isinstance(x, str) else x.value for x in self.block[:k])
                 item.after = "".join(x if isinstance(x, str) else x.value for x in self.block[k + 1 :])
         self.block = []
@@ -210,19 +239,49 @@ def occurrences(text: str, key: str) -> list[int]:
     return out
 
 
+# Marks a key that is a whole block, counted by blocks rather than by claims.
+BLOCK = "\x00"
+
+
 def wanted(claims: list[Claim]) -> dict[str, int]:
-    """How many claims have each key."""
+    """How many claims have each key (a whole block's key: how many blocks)."""
     want: dict[str, int] = {}
+    # A block's key is wanted as often as blocks have it, whichever key their claims use.
+    blocks: dict[str, set] = {}
     for c in claims:
-        for k in c.keys():
+        for k, _ in c.block_keys():
+            blocks.setdefault(BLOCK + k, set()).add((c.page, c.block))
+        # A shorter key as often as claims have it, whichever key they are found by.
+        for k, _ in c.keyed():
             want[k] = want.get(k, 0) + 1
+    for k, b in blocks.items():
+        want[k] = len(b)
     return want
 
 
 def found(c: Claim, texts: list[str], want: dict[str, int]) -> bool:
     """Whether one of the texts has one of the claim's keys at least as often as claims have
     that key: one occurrence never satisfies two claims."""
-    return any(len(occurrences(t, k)) >= want[k] for t in texts for k in c.keys())
+    return any(len(occurrences(t, k.removeprefix(BLOCK))) >= want[k] for t in texts for k in c.keys())
+
+
+def mark_whole(claims: list[Claim], texts: list[str]) -> None:
+    """Marks the claims whose whole block (paragraph, table row, caption, note) the PDF's
+    text holds as the page prints it, as often as the pages print it: each of those is then
+    looked for with its block, so that dropping any value of the block is caught, even one
+    of several equal values side by side (a row of `1.11 1.11 1.11`). A block the PDF
+    breaks (a wrapped table cell, a page break) keeps its claims' shorter keys."""
+    for c in claims:
+        c.whole = False
+    counts: dict[str, set] = {}
+    for c in claims:
+        for key, _ in c.block_keys():
+            counts.setdefault(key, set()).add((c.page, c.block))
+    for c in claims:
+        for n, (key, _) in enumerate(c.block_keys()):
+            if any(len(occurrences(t, key)) >= len(counts[key]) for t in texts):
+                c.whole, c.whole_key = True, n
+                break
 
 
 def unfound(claims: list[Claim], texts: list[str]) -> list[Claim]:
@@ -235,7 +294,8 @@ def dropped(claim: Claim, text: str) -> str:
     """The text with this claim's printed value taken out where the PDF prints it (the
     first place its fullest key occurs); the text as it is when it is not there."""
     b, a, v = norm(claim.before)[-CONTEXT:], norm(claim.after)[:CONTEXT], norm(claim.value)
-    for key, at in [(b + v + a, len(b)), *claim.keyed()]:
+    first = [claim.block_key()] if claim.whole else []
+    for key, at in [*first, (b + v + a, len(b)), *claim.keyed()]:
         k = text.find(key)
         if k >= 0:
             return text[: k + at] + text[k + at + len(v) :]
@@ -339,6 +399,7 @@ def main() -> int:
     # Figures, inserts and literals: each where the site's page prints it, with its words
     # around it (see `Claim.keyed`), so that dropping any one of them fails.
     printed = page_claims(site)
+    mark_whole(printed, texts)
     for kind in ("checked", "inserted", "literal"):
         listed = sum(1 for c in claims if c["kind"] == kind and (c.get("formatted") if kind != "literal" else c.get("quoted")))
         on_pages = sum(1 for c in printed if c.kind == kind)

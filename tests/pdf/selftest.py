@@ -65,6 +65,7 @@ def main() -> int:
         if m:
             check.HEADS.add(check.re.sub(r"<[^>]+>", "", m.group(1)).strip())
     printed = check.page_claims(site)
+    check.mark_whole(printed, [check.norm(r) for r in raws])
     failures = []
     lost = check.unfound(printed, [check.norm(r) for r in raws])
     if lost:
