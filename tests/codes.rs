@@ -292,3 +292,39 @@ fn the_engine_refuses_a_request_for_another_engine() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// The check of `PRODUCED_ELSEWHERE` takes a test that names the code, and refuses what the
+/// issue found there: a file that only holds the list, and production code.
+#[test]
+fn a_code_is_produced_only_by_a_test_that_names_it() {
+    let read = |f: &str| std::fs::read_to_string(repo().join(f)).unwrap();
+    assert_eq!(
+        common::producers::test_produces(&read("tests/codes.rs"), "unknown_run", Code::UnknownRun),
+        Ok(())
+    );
+    // The list itself names every code, in no test.
+    let here = read("tests/fixtures.rs");
+    assert!(common::producers::test_produces(
+        &here,
+        "every_bad_input_gets_its_diagnostic",
+        Code::UnknownRun
+    )
+    .is_err());
+    // Production code names the code, and is no test.
+    let err = common::producers::test_produces(
+        &read("src/book/numerics.rs"),
+        "gate_on",
+        Code::NumericsUnsupported,
+    )
+    .unwrap_err();
+    assert!(err.contains("is not a #[test]"), "{err}");
+    // A prefix of another code's name is not the code.
+    let text = "#[test]\nfn t() {\n    let _ = Code::NumericsFileX;\n}\n";
+    assert!(common::producers::test_produces(text, "t", Code::NumericsFile).is_err());
+    // A helper the test calls counts.
+    let text = "fn helper() {\n    Code::Drift;\n}\n\n#[test]\nfn t() {\n    helper();\n}\n";
+    assert_eq!(
+        common::producers::test_produces(text, "t", Code::Drift),
+        Ok(())
+    );
+}

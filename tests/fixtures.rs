@@ -15,6 +15,7 @@
 //! must not write a site or touch the run cache.
 
 mod common;
+use common::producers::test_produces;
 use common::*;
 use revtx_book::book::codes::Code;
 use revtx_book::book::diag::Severity;
@@ -464,68 +465,6 @@ const PRODUCED_ELSEWHERE: &[(Code, &str, &str)] = &[
     ),
 ];
 
-/// The functions of a Rust file: name → (body, whether `#[test]` marks it). A body runs
-/// from its `fn` to the first line that is a lone `}` (rustfmt's layout).
-fn functions(text: &str) -> std::collections::BTreeMap<&str, (&str, bool)> {
-    let mut out = std::collections::BTreeMap::new();
-    let mut attrs_test = false;
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let t = line.trim_start();
-        if t.starts_with("#[test]") {
-            attrs_test = true;
-        } else if let Some(rest) = t
-            .strip_prefix("pub fn ")
-            .or_else(|| t.strip_prefix("fn "))
-            .filter(|_| line.starts_with("fn ") || line.starts_with("pub fn "))
-        {
-            let name = &rest[..rest.find(['(', '<']).unwrap_or(rest.len())];
-            let end = text[offset..]
-                .find("\n}\n")
-                .map_or(text.len(), |k| offset + k + 3);
-            out.insert(name, (&text[offset..end], attrs_test));
-            attrs_test = false;
-        } else if !(t.starts_with("#[")
-            || t.starts_with("///")
-            || t.starts_with(')')
-            || t.starts_with("reason")
-            || t.starts_with("clippy")
-            || t.is_empty())
-        {
-            attrs_test = false;
-        }
-        offset += line.len();
-    }
-    out
-}
-
-/// Whether the `#[test]` function `test_fn` of `source` names `code` in its body or in the body
-/// of a function of the same file that it calls; `Err` says why not.
-fn test_produces(source: &str, test_fn: &str, code: Code) -> Result<(), String> {
-    let fns = functions(source);
-    let Some((body, is_test)) = fns.get(test_fn) else {
-        return Err(format!("there is no function `{test_fn}`"));
-    };
-    if !is_test {
-        return Err(format!("`{test_fn}` is not a #[test]"));
-    }
-    let names = format!("Code::{code:?}");
-    let names_it = |b: &str| {
-        b.match_indices(&names).any(|(k, _)| {
-            !b[k + names.len()..].starts_with(|c: char| c.is_alphanumeric() || c == '_')
-        })
-    };
-    let called = fns
-        .iter()
-        .filter(|(n, _)| **n != test_fn && body.contains(&format!("{n}(")))
-        .any(|(_, (b, _))| names_it(b));
-    if names_it(body) || called {
-        Ok(())
-    } else {
-        Err(format!("`{test_fn}` never names `{names}`"))
-    }
-}
-
 /// Every diagnostic code is produced by a fixture above, or by a test that names it.
 fn every_code_is_produced(produced: &std::collections::BTreeSet<Code>) {
     let mut missing = Vec::new();
@@ -745,37 +684,4 @@ fn front_matter_and_appendices_are_numbered_by_their_place() {
         one.contains("rel=\"next\" href=\"appendix-a.html\""),
         "next of chapter 1"
     );
-}
-
-/// The check of `PRODUCED_ELSEWHERE` takes a test that names the code, and refuses what the
-/// issue found there: a file that only holds the list, and production code.
-#[test]
-fn a_code_is_produced_only_by_a_test_that_names_it() {
-    let read = |f: &str| std::fs::read_to_string(repo().join(f)).unwrap();
-    assert_eq!(
-        test_produces(&read("tests/codes.rs"), "unknown_run", Code::UnknownRun),
-        Ok(())
-    );
-    // The list itself names every code, in no test.
-    let here = read("tests/fixtures.rs");
-    assert!(test_produces(
-        &here,
-        "every_bad_input_gets_its_diagnostic",
-        Code::UnknownRun
-    )
-    .is_err());
-    // Production code names the code, and is no test.
-    let err = test_produces(
-        &read("src/book/numerics.rs"),
-        "gate_on",
-        Code::NumericsUnsupported,
-    )
-    .unwrap_err();
-    assert!(err.contains("is not a #[test]"), "{err}");
-    // A prefix of another code's name is not the code.
-    let text = "#[test]\nfn t() {\n    let _ = Code::NumericsFileX;\n}\n";
-    assert!(test_produces(text, "t", Code::NumericsFile).is_err());
-    // A helper the test calls counts.
-    let text = "fn helper() {\n    Code::Drift;\n}\n\n#[test]\nfn t() {\n    helper();\n}\n";
-    assert_eq!(test_produces(text, "t", Code::Drift), Ok(()));
 }

@@ -1,6 +1,8 @@
 //! Shared helpers for the integration tests: fixture projects in temp dirs.
 #![allow(dead_code)]
 
+pub mod producers;
+
 use revtx_book::book::diag::Severity;
 use revtx_book::book::{self, runs::RunOptions, BuildOptions, Outcome};
 use std::path::{Path, PathBuf};

@@ -36,12 +36,15 @@
 //! HTML. Every other numeral in prose is an `unbound-number` warning (`numerals.rs`).
 
 pub mod answers;
+pub mod config;
 pub mod directive;
 pub mod events;
 pub mod footnotes;
 pub mod inline;
 pub mod numerals;
 
+pub use config::{book_file, AnswerPlace, BookConfig};
+use config::{check_url, key_range, value_range};
 pub use directive::{Block, Directive};
 pub use events::{Math, Node};
 pub use inline::{CiteItem, Inline, Tolerance};
@@ -49,66 +52,7 @@ pub use inline::{CiteItem, Inline, Tolerance};
 use super::diag::{Diagnostic, FileId, Sources, Span};
 use crate::book::codes::Code;
 use pulldown_cmark::{Event, HeadingLevel, Options, Tag, TagEnd};
-use serde::Deserialize;
 use std::path::{Path, PathBuf};
-
-/// `book/book.toml`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BookConfig {
-    /// Title of the book, shown on every page.
-    pub title: String,
-    /// Author line.
-    pub author: String,
-    /// One paragraph for the index page.
-    #[serde(default)]
-    pub description: String,
-    /// Where the site is published (`https://…/`): the print edition links its interactive
-    /// parts there. Without it, print names the page.
-    #[serde(default)]
-    pub url: Option<String>,
-    /// Language of the text (`lang` attribute).
-    #[serde(default = "default_language")]
-    pub language: String,
-    /// Unnumbered front matter (a preface), before the chapters: files relative to `book/`.
-    #[serde(default)]
-    pub front: Vec<toml::Spanned<String>>,
-    /// Chapter files, in order, relative to `book/`, each with its place in `book.toml`.
-    pub chapters: Vec<toml::Spanned<String>>,
-    /// Appendices after the chapters, lettered A, B, …: files relative to `book/`.
-    #[serde(default)]
-    pub appendices: Vec<toml::Spanned<String>>,
-    /// The bibliography (BibLaTeX or BibTeX), relative to `book/`; `references.bib` if
-    /// there is one.
-    #[serde(default)]
-    pub bibliography: Option<toml::Spanned<String>>,
-    /// The citation style: a CSL style by name (`apa`, the default; `chicago-author-date`,
-    /// `ieee`, …), or a `.csl` file relative to `book/`.
-    #[serde(default)]
-    pub csl: Option<toml::Spanned<String>>,
-    /// Where answers to exercises (`### Answer {.answer}`) go: `"inline"` (the default),
-    /// shut where they are written; `"end"`, shut in an "Answers" section at the end of
-    /// their chapter, with a link in their place.
-    #[serde(default)]
-    pub answers: AnswerPlace,
-    /// Make every warning about the text (e.g. `unbound-number`) an error, as
-    /// `--deny-warnings` does.
-    #[serde(default)]
-    pub deny_warnings: bool,
-}
-
-/// Where answers go (`answers` in book.toml).
-#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
-#[serde(rename_all = "lowercase")]
-pub enum AnswerPlace {
-    #[default]
-    Inline,
-    End,
-}
-
-fn default_language() -> String {
-    "en".into()
-}
 
 /// Stand-ins for inline constructs while the markdown is parsed: `U+E000 n U+E001`.
 pub const PLACEHOLDER_OPEN: char = '\u{E000}';
@@ -353,64 +297,6 @@ fn load_chapters(
     chapters
 }
 
-/// Where `key = …` starts in a TOML text: at the key itself, not at a comment that
-/// mentions it (the first byte when it is not there).
-fn key_range(text: &str, key: &str) -> std::ops::Range<usize> {
-    let mut offset = 0;
-    for line in text.split_inclusive('\n') {
-        let t = line.trim_start();
-        if t.strip_prefix(key)
-            .is_some_and(|r| r.trim_start().starts_with('='))
-        {
-            let start = offset + (line.len() - t.len());
-            return start..start + key.len();
-        }
-        offset += line.len();
-    }
-    0..1
-}
-
-/// Whether `url` is an absolute `http(s)` address with a host: the print edition links
-/// the site's interactive parts there, and a relative link would lead nowhere.
-fn check_url(url: &str) -> Result<(), String> {
-    let Some(rest) = url
-        .strip_prefix("https://")
-        .or_else(|| url.strip_prefix("http://"))
-    else {
-        return Err(format!(
-            "`{url}` does not start with `https://` or `http://`"
-        ));
-    };
-    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let host_ok = !host.is_empty()
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | ':' | '[' | ']'));
-    if !host_ok {
-        return Err(format!("`{url}` has no host name"));
-    }
-    if url.chars().any(char::is_whitespace) {
-        return Err(format!("`{url}` holds a space"));
-    }
-    Ok(())
-}
-
-/// Where the value of `key = value` lies in a TOML text (a quoted string with its quotes),
-/// or the key when the value cannot be found.
-fn value_range(text: &str, key: &str) -> std::ops::Range<usize> {
-    let k = key_range(text, key);
-    let after = &text[k.end..];
-    let Some(eq) = after.find('=') else { return k };
-    let v = after[eq + 1..].trim_start();
-    let start = text.len() - after.len() + eq + 1 + (after[eq + 1..].len() - v.len());
-    let len = if let Some(body) = v.strip_prefix('"') {
-        body.find('"').map_or(v.len(), |e| e + 2)
-    } else {
-        v.find(['\n', '#']).unwrap_or(v.len()).max(1)
-    };
-    start..start + len
-}
-
 /// A chapter's file: relative to `book/`, and inside it (see [`book_file`]). Gives the
 /// path to read and the file's identity; `Err` says why not, to be placed at its entry.
 fn chapter_path(book_dir: &Path, rel: &str) -> Result<(PathBuf, PathBuf), Diagnostic> {
@@ -422,35 +308,6 @@ fn chapter_path(book_dir: &Path, rel: &str) -> Result<(PathBuf, PathBuf), Diagno
         )
         .hint("chapter files live in book/, named relative to it, e.g. `chapter-2.md`")
     })
-}
-
-/// A file book.toml names (a chapter, the bibliography, a style): relative to `book/`, and
-/// inside it once symlinks are resolved (the rule `include` applies to the project). Gives
-/// the path to read and the file's identity (its canonical path, when it exists); `Err`
-/// says why not.
-pub fn book_file(book_dir: &Path, rel: &str) -> Result<(PathBuf, PathBuf), &'static str> {
-    let p = Path::new(rel);
-    if p.is_absolute() {
-        return Err("the path is absolute");
-    }
-    if p.components()
-        .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
-        return Err("the path leaves the book directory (`..`)");
-    }
-    let joined = book_dir.join(p);
-    // A file that does not exist is reported when it is read; one that does must not be a
-    // link out of the book.
-    if let (Ok(canon), Ok(dir)) = (
-        std::fs::canonicalize(&joined),
-        std::fs::canonicalize(book_dir),
-    ) {
-        if !canon.starts_with(&dir) {
-            return Err("it is a link to a file outside the book directory");
-        }
-        return Ok((joined, canon));
-    }
-    Ok((joined.clone(), joined))
 }
 
 /// The markdown extensions the book uses.
