@@ -131,7 +131,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     let Some(book) = book else { return };
 
     let t = Instant::now();
-    let plans = runs::plan(&book, &mut o.diags);
+    let plans = runs::plan(&book, &o.sources, &mut o.diags);
     unknown_reruns(&opts.runs, &plans, &mut o.diags);
     o.timings.push(("plan", t.elapsed()));
 

@@ -81,7 +81,7 @@ pub fn plan(
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Plan> {
     let book = parse::load(root, sources, diags)?;
-    let plans = runs::plan(&book, diags);
+    let plans = runs::plan(&book, sources, diags);
     let resolved = runs::resolve(&plans, opts);
     if !resolved.conflicts.is_empty() {
         diags.extend(runs::conflict_diagnostics(&resolved));

@@ -357,7 +357,7 @@ fn cold(args: &BenchArgs, peak: f64, peak_avx2: f64) -> ExitCode {
         let mut sources = book::diag::Sources::default();
         let mut diags = Vec::new();
         book::parse::load(&args.root, &mut sources, &mut diags)
-            .map(|b| book::runs::plan(&b, &mut diags))
+            .map(|b| book::runs::plan(&b, &sources, &mut diags))
             .unwrap_or_default()
     };
     let mut keys = std::collections::HashSet::new();

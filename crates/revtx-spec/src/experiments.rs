@@ -138,63 +138,94 @@ impl RunConfig {
         }
     }
 
-    /// Checks what the engine would otherwise fail on mid-run. The message names the field.
+    /// Checks what the engine would otherwise fail on mid-run: the first of
+    /// [`RunConfig::problems`], whose message names the field.
     pub fn validate(&self) -> Result<(), String> {
+        match self.problems().first() {
+            Some((_, msg)) => Err((*msg).to_string()),
+            None => Ok(()),
+        }
+    }
+
+    /// Every way this config cannot run, each with the key it is about (`model.positions`,
+    /// the key whose value to change) and a message naming the fields: the compiler
+    /// reports each at that key of the run block before anything trains.
+    pub fn problems(&self) -> Vec<(&'static str, &'static str)> {
         let (m, d, t, e) = (&self.model, &self.data, &self.train, &self.eval);
-        let need = |ok: bool, msg: &str| if ok { Ok(()) } else { Err(msg.to_string()) };
+        let mut out = Vec::new();
+        let mut need = |ok: bool, key: &'static str, msg: &'static str| {
+            if !ok {
+                out.push((key, msg));
+            }
+        };
         need(
             m.vocab == crate::task::VOCAB,
+            "model.vocab",
             "model.vocab must be 12: ten letters, the separator and the pad",
-        )?;
+        );
         need(
             m.n_heads > 0 && m.d_model > 0 && m.d_model % m.n_heads == 0,
+            "model.n_heads",
             "model.d_model must be a positive multiple of model.n_heads",
-        )?;
+        );
         need(
             m.n_layers > 0 && m.d_mlp > 0,
+            "model.n_layers",
             "model.n_layers and model.d_mlp must be positive",
-        )?;
+        );
         let lengths_ok = |lo: usize, hi: usize| lo >= 1 && lo <= hi;
         need(
             lengths_ok(d.min_len, d.max_len),
+            "data.min_len",
             "data.min_len must be at least 1 and at most data.max_len",
-        )?;
+        );
         need(
             lengths_ok(e.test_min_len, e.test_max_len)
                 && lengths_ok(e.long_min_len, e.long_max_len),
+            "eval.test_min_len",
             "eval lengths must be at least 1, each minimum at most its maximum",
-        )?;
+        );
         let longest = d.max_len.max(e.test_max_len).max(e.long_max_len);
         need(
             2 * longest < m.positions as usize,
+            "model.positions",
             "the longest string and its reversal must fit in model.positions",
-        )?;
+        );
         need(
             t.steps > 0 && t.batch_size > 0,
+            "train.steps",
             "train.steps and train.batch_size must be positive",
-        )?;
+        );
         need(
             t.block > 0 && t.window > 0,
+            "train.block",
             "train.block and train.window must be positive",
-        )?;
-        need(t.threads > 0, "train.threads must be positive")?;
+        );
+        need(
+            t.threads > 0,
+            "train.threads",
+            "train.threads must be positive",
+        );
         let letters = |s: &str| crate::task::parse_letters(s).is_some_and(|l| !l.is_empty());
         need(
             letters(&e.attention_input) && 2 * e.attention_input.len() < m.positions as usize,
+            "eval.attention_input",
             "eval.attention_input must be letters a-j that fit, with their reversal, in model.positions",
-        )?;
+        );
         need(
             e.decode
                 .iter()
                 .all(|s| letters(s) && 2 * s.len() < m.positions as usize),
+            "eval.decode",
             "eval.decode strings must be letters a-j that fit in model.positions",
-        )?;
+        );
         need(
             self.kind != RunKind::DotVariance
                 || (e.variance_samples > 1 && e.variance_dims.iter().all(|&x| x > 0)),
+            "eval.variance_samples",
             "eval.variance_samples must exceed 1 and eval.variance_dims be positive",
-        )?;
-        Ok(())
+        );
+        out
     }
 
     /// Columns a training batch runs at: the engine cuts each batch after its last real

@@ -3,7 +3,7 @@
 
 use super::{Job, RunPlan};
 use crate::book::codes::Code;
-use crate::book::diag::Diagnostic;
+use crate::book::diag::{Diagnostic, Sources, Span};
 use crate::book::parse::{Book, Directive};
 use revtx_spec::entry::{self};
 use revtx_spec::experiments::RunConfig;
@@ -11,7 +11,7 @@ use revtx_spec::profile::Profile;
 
 /// Resolves the run directives of every chapter, in order. A run's `base` is a preset
 /// or an earlier run of the book.
-pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
+pub fn plan(book: &Book, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
     let mut plans: Vec<RunPlan> = Vec::new();
     for ch in &book.chapters {
         for d in ch.directives() {
@@ -64,6 +64,22 @@ pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
             }
             match spec.apply(&base) {
                 Ok(config) => {
+                    // What the engine would refuse after "ran (not cached)": here, at the key.
+                    for (key, msg) in config.problems() {
+                        let at = key_span(sources, &d.span, key);
+                        let set_here = at.is_some();
+                        let mut diag = Diagnostic::error(
+                            Code::InvalidRun,
+                            Some(at.unwrap_or_else(|| d.span.clone())),
+                            format!("run `{id}` cannot run: {msg}"),
+                        );
+                        if !set_here {
+                            diag = diag.note(format!(
+                                "`{key}` is not set in this block: it comes from `{base_name}`"
+                            ));
+                        }
+                        diags.push(diag.hint(format!("set `{key}` in the run block")));
+                    }
                     if spec.seed.is_some() && spec.seeds.is_some() {
                         diags.push(
                             Diagnostic::error(
@@ -93,6 +109,43 @@ pub fn plan(book: &Book, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
         }
     }
     plans
+}
+
+/// Where the run block at `block` sets `key` (`model.positions`): its name, written under
+/// its table (`[model]` then `positions = …`) or dotted (`model.positions = …`); `None`
+/// when the block does not set it.
+fn key_span(sources: &Sources, block: &Span, key: &str) -> Option<Span> {
+    // `block` is the fence's info line; the body runs from the next line to the fence.
+    let text = sources.text(block.file).get(block.range.start..)?;
+    let (table, leaf) = key.split_once('.')?;
+    let mut section = String::new();
+    let mut offset = block.range.start;
+    for (k, line) in text.split_inclusive('\n').enumerate() {
+        let t = line.trim_start();
+        if k == 0 {
+            offset += line.len();
+            continue;
+        }
+        if t.starts_with("```") || t.starts_with("~~~") {
+            return None;
+        }
+        let indent = line.len() - t.len();
+        if let Some(name) = t.strip_prefix('[').and_then(|r| r.split_once(']')) {
+            section = name.0.trim().to_string();
+        } else {
+            let name = t.split('=').next().unwrap_or_default().trim_end();
+            let whole = name.len() < t.len();
+            if whole && ((section == table && name == leaf) || name == key) {
+                let start = offset + indent;
+                return Some(Span {
+                    file: block.file,
+                    range: start..start + name.len(),
+                });
+            }
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// The jobs of every planned (run, seed), with their cache keys.
