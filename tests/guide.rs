@@ -111,7 +111,7 @@ fn the_preset_table_lists_every_preset() {
 
 #[test]
 fn the_book_toml_keys_are_the_config_fields() {
-    let src = std::fs::read_to_string(repo().join("src/book/parse/mod.rs")).unwrap();
+    let src = std::fs::read_to_string(repo().join("src/book/parse/config.rs")).unwrap();
     let body = &src[src.find("pub struct BookConfig {").unwrap()..];
     let body = &body[..body.find("\n}").unwrap()];
     let code = set(body
