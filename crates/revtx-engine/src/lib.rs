@@ -4,7 +4,8 @@
 //!
 //! - [`data`], [`rng`]: the training data and the random numbers that draw it;
 //! - [`model`]: the transformer, its attention and its C++ kernels (`model/kernels/`);
-//! - [`optim`], [`train`], [`eval`], [`probes`]: one run, from first step to result;
+//! - [`optim`], [`schedule`], [`train`], [`eval`], [`probes`]: one run, from first step to
+//!   result;
 //! - [`numerics`]: entering a numeric profile, and the numerics fingerprint.
 
 pub mod data;
@@ -14,6 +15,7 @@ pub mod numerics;
 pub mod optim;
 pub mod probes;
 pub mod rng;
+pub mod schedule;
 pub mod train;
 
 use revtx_spec::profile::Platform;

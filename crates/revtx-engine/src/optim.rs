@@ -116,6 +116,11 @@ impl AdamW {
         })
     }
 
+    /// The learning rate of the next steps (the schedule's, step by step).
+    pub fn set_lr(&mut self, lr: f64) {
+        self.lr = lr;
+    }
+
     /// Zeroes the gradients in place (the views must stay views).
     pub fn zero_grad(&mut self) {
         let _ = self.grads.zero_();

@@ -97,6 +97,8 @@ struct Trained {
     vs: nn::VarStore,
     model: model::Transformer,
     losses: Vec<f64>,
+    /// The learning rate of every step.
+    lrs: Vec<f64>,
     /// Keys of the distinct training strings, and their count by length.
     seen: HashSet<u64>,
     seen_by_len: Vec<usize>,
@@ -125,7 +127,7 @@ impl Lap {
     }
 }
 
-/// The training loop: fresh batches, AdamW at a constant rate, one loss per step.
+/// The training loop: fresh batches, AdamW at the schedule's rate, one loss per step.
 fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trained, RunError> {
     let (m, d, t) = (&cfg.model, &cfg.data, &cfg.train);
     let seq_len = m.positions as usize;
@@ -145,6 +147,7 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
     let mut seen_by_len = vec![0usize; d.max_len + 1];
     let mut trained = Tensor::zeros([m.positions], (Kind::Bool, tch::Device::Cpu));
     let mut losses = Vec::with_capacity(t.steps);
+    let mut lrs = Vec::with_capacity(t.steps);
     let mut examples = Vec::new();
 
     let clock = Instant::now();
@@ -197,6 +200,9 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
             .gt(0.0);
         trained = trained.logical_or(&grad_rows);
         phases.backward += lap.next();
+        let lr = crate::schedule::lr_at(t, step + 1);
+        opt.set_lr(lr);
+        lrs.push(lr);
         opt.step()?;
         phases.optimizer += lap.next();
         let l = loss.double_value(&[]);
@@ -212,6 +218,7 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
         vs,
         model,
         losses,
+        lrs,
         seen,
         seen_by_len,
         norm_before,
@@ -293,6 +300,7 @@ fn summarise(cfg: &RunConfig, tr: &Trained) -> TrainResult {
         .collect();
     let losses = LossSummary::of(&tr.losses, t);
     TrainResult {
+        lr: tr.lrs.clone(),
         last_block_mean: losses.last_block_mean,
         first_loss: tr.losses[0],
         final_loss: *tr.losses.last().unwrap_or(&f64::NAN),

@@ -61,8 +61,17 @@ pub struct TrainConfig {
     pub steps: usize,
     /// Fresh examples per step.
     pub batch_size: usize,
-    /// AdamW learning rate (constant: no schedule).
+    /// AdamW's peak learning rate: every step's, unless `warmup` or `decay` say otherwise.
     pub lr: f64,
+    /// Steps of linear warm-up: step `k` of them (from 1) uses `lr · k / warmup`. 0: none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub warmup: usize,
+    /// How the rate falls from `lr` to `min_lr` over the steps after the warm-up.
+    #[serde(default, skip_serializing_if = "Decay::is_none")]
+    pub decay: Decay,
+    /// Where a decay ends, at the last step.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub min_lr: f64,
     /// AdamW decoupled weight decay, applied to all parameters.
     pub weight_decay: f64,
     /// libtorch intra-op threads. Fixed per run so results are reproducible.
@@ -73,6 +82,43 @@ pub struct TrainConfig {
     pub window: usize,
     /// The threshold itself (0.01).
     pub threshold: f64,
+}
+
+/// The learning rate's decay after the warm-up (`train.decay`). The keys left at their
+/// defaults are not written into a config, so a run that uses none of them keeps its cache
+/// key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decay {
+    /// `lr` to the end.
+    #[default]
+    None,
+    /// A straight line from `lr` to `min_lr`.
+    Linear,
+    /// Half a cosine from `lr` to `min_lr` (Loshchilov and Hutter's, without restarts).
+    Cosine,
+}
+
+impl Decay {
+    pub fn is_none(&self) -> bool {
+        *self == Decay::None
+    }
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// Evaluation after training.
@@ -116,6 +162,9 @@ impl RunConfig {
                 steps: 1500,
                 batch_size: 64,
                 lr: 0.003,
+                warmup: 0,
+                decay: Decay::None,
+                min_lr: 0.0,
                 weight_decay: 0.01,
                 threads: 1,
                 block: 250,
@@ -205,6 +254,21 @@ impl RunConfig {
             t.threads > 0,
             "train.threads",
             "train.threads must be positive",
+        );
+        need(
+            t.warmup <= t.steps,
+            "train.warmup",
+            "train.warmup must be at most train.steps",
+        );
+        need(
+            t.lr > 0.0 && t.min_lr >= 0.0 && t.min_lr <= t.lr,
+            "train.min_lr",
+            "train.lr must be positive and train.min_lr between 0 and train.lr",
+        );
+        need(
+            t.decay != Decay::None || t.min_lr == 0.0,
+            "train.min_lr",
+            "train.min_lr is where a decay ends: set train.decay too",
         );
         let letters = |s: &str| crate::task::parse_letters(s).is_some_and(|l| !l.is_empty());
         need(

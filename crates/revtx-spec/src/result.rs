@@ -6,7 +6,8 @@ use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the layout of a result changes; part of the run-cache key. 3: one of
 /// `train`, `worked` or `variance` (`RunOutput`), where 2 wrote all three, two as null.
-pub const RESULT_FORMAT: u32 = 3;
+/// 4: the learning rate of every step (`train.lr`).
+pub const RESULT_FORMAT: u32 = 4;
 
 /// The result of one run at one seed.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -67,6 +68,9 @@ impl RunResult {
 pub struct TrainResult {
     /// Loss at every step (index 0 is step 1).
     pub losses: Vec<f64>,
+    /// The learning rate every step used (index 0 is step 1), after warm-up and decay.
+    #[serde(default)]
+    pub lr: Vec<f64>,
     /// Mean loss over each block of `train.block` steps.
     pub block_means: Vec<f64>,
     /// Running mean over `train.window` steps, one value per step from step `window` on.
