@@ -14,8 +14,8 @@ fn main() {
     println!("cargo:rustc-env=REVTX_CODE_FINGERPRINT={fingerprint}");
     println!("cargo:rerun-if-env-changed=LIBTORCH");
     let libtorch = std::env::var("LIBTORCH").ok().map(PathBuf::from);
-    println!(
-        "cargo:rustc-env=REVTX_LIBTORCH_VERSION={}",
-        revtx_spec::fingerprint::libtorch_version(libtorch.as_deref())
-    );
+    // An unknown version would key every run on "unknown": a wrong LIBTORCH is an error.
+    let version = revtx_spec::fingerprint::libtorch_version_checked(libtorch.as_deref())
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("cargo:rustc-env=REVTX_LIBTORCH_VERSION={version}");
 }

@@ -50,9 +50,46 @@ pub fn libtorch_version(libtorch: Option<&Path>) -> String {
         .map_or_else(|| "unknown".into(), |v| v.trim().to_string())
 }
 
+/// [`libtorch_version`], or why it cannot be known: `LIBTORCH` unset, or naming a folder
+/// with no `build-version` (e.g. `.libtorch` instead of `.libtorch/torch`). An unknown
+/// version would silently change every cache key, so the compiler's build refuses it.
+pub fn libtorch_version_checked(libtorch: Option<&Path>) -> Result<String, String> {
+    let Some(lt) = libtorch else {
+        return Err(
+            "LIBTORCH is not set: run scripts/setup-libtorch.sh, which installs \
+                    libtorch into .libtorch/ (.cargo/config.toml points LIBTORCH at it)"
+                .into(),
+        );
+    };
+    match std::fs::read_to_string(lt.join("build-version")) {
+        Ok(v) if !v.trim().is_empty() => Ok(v.trim().to_string()),
+        _ => Err(format!(
+            "LIBTORCH={} holds no build-version file: it must name the libtorch folder \
+             itself (the one holding include/, lib/ and build-version), e.g. .libtorch/torch",
+            lt.display()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_libtorch_without_its_version_is_refused() {
+        let dir = std::env::temp_dir().join(format!("revtx-lt-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let torch = dir.join("torch");
+        std::fs::create_dir_all(&torch).unwrap();
+        let err = libtorch_version_checked(Some(&dir)).unwrap_err();
+        assert!(err.contains("holds no build-version"), "{err}");
+        assert!(libtorch_version_checked(None)
+            .unwrap_err()
+            .contains("not set"));
+        std::fs::write(torch.join("build-version"), "2.13.0\n").unwrap();
+        assert_eq!(libtorch_version_checked(Some(&torch)).unwrap(), "2.13.0");
+        assert_eq!(libtorch_version(Some(&dir)), "unknown");
+    }
 
     #[test]
     fn covers_sources_and_not_tests() {
