@@ -220,3 +220,70 @@ fn options_in(text: &str) -> BTreeSet<String> {
     }
     options
 }
+
+/// The guide's table of run keys against the configuration's fields: every leaf of a
+/// config (with the keys left out at their defaults set), and the table's values against
+/// the `reference` preset's.
+#[test]
+fn the_run_key_table_lists_every_config_field() {
+    use revtx_spec::experiments::{Decay, RunConfig};
+    let mut cfg = RunConfig::preset("reference").unwrap();
+    let reference = serde_json::to_value(&cfg).unwrap();
+    (cfg.train.warmup, cfg.train.decay, cfg.train.min_lr) = (1, Decay::Linear, 0.1);
+    fn leaves(v: &serde_json::Value, at: &str, out: &mut Vec<(String, serde_json::Value)>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    let key = if at.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{at}.{k}")
+                    };
+                    leaves(x, &key, out);
+                }
+            }
+            other => out.push((at.to_string(), other.clone())),
+        }
+    }
+    let mut code = Vec::new();
+    leaves(&serde_json::to_value(&cfg).unwrap(), "", &mut code);
+    let text = chapter("runs.md");
+    let section = &text[text.find("## Run keys").unwrap()..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |k| k + 3)];
+    let mut rows = Vec::new();
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        rows.push((
+            cells[1].trim_matches('`').to_string(),
+            cells[2].trim_matches('`').to_string(),
+        ));
+    }
+    let guide = set(rows.iter().map(|(k, _)| k.clone()));
+    same(
+        "run keys",
+        &guide,
+        &set(code.iter().map(|(k, _)| k.clone())),
+    );
+    // Each value as the reference preset has it (a key it leaves out: its default).
+    let mut want = Vec::new();
+    leaves(&reference, "", &mut want);
+    for (key, shown) in &rows {
+        let value = want.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
+        let default = match key.as_str() {
+            "train.warmup" | "train.min_lr" => serde_json::json!(0),
+            "train.decay" => serde_json::json!("none"),
+            _ => serde_json::Value::Null,
+        };
+        let value = value.unwrap_or(default);
+        let parsed: serde_json::Value = serde_json::from_str(shown)
+            .unwrap_or_else(|e| panic!("{key}: `{shown}` is not a value ({e})"));
+        let same_number = value
+            .as_f64()
+            .zip(parsed.as_f64())
+            .is_some_and(|(a, b)| a == b);
+        assert!(
+            parsed == value || same_number,
+            "{key}: the guide says {shown}, the preset has {value}"
+        );
+    }
+}
