@@ -42,6 +42,15 @@ fn cache_reruns_only_what_changed() {
     assert!(ran[0].starts_with("other"), "{ran:?}");
 }
 
+/// The one cache entry under `runs` (its files, not the bookkeeping beside them).
+fn only_entry(runs: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
+        .unwrap()
+}
+
 /// A corrupt cache entry is detected and re-run, never trusted.
 #[test]
 fn corrupt_cache_entry_is_rerun() {
@@ -49,11 +58,7 @@ fn corrupt_cache_entry_is_rerun() {
     let p = Project::new(&src);
     assert_eq!(p.check().errors(), 0);
     let runs = p.root().join(".revtx-cache/runs");
-    let entry = std::fs::read_dir(&runs)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .unwrap();
+    let entry = only_entry(&runs);
     let json = entry.join("result.json");
     let text = std::fs::read_to_string(&json).unwrap();
     std::fs::write(&json, &text[..text.len() / 2]).unwrap();
@@ -261,11 +266,7 @@ fn the_serve_memo_never_hides_a_changed_entry() {
     };
     assert_eq!(memo().errors(), 0);
     let runs = p.root().join(".revtx-cache/runs");
-    let entry = std::fs::read_dir(&runs)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| !p.file_name().unwrap().to_string_lossy().starts_with('.'))
-        .unwrap();
+    let entry = only_entry(&runs);
     // Remembered: the second build takes it from the memo, as cached.
     let again = memo();
     assert_eq!(again.errors(), 0);
