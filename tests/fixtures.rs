@@ -372,6 +372,7 @@ const TRAINS_BEFORE_ITS_ERROR: &[&str] = &[
     "unknown-path.md",
     "unknown-run.md",
     "unparsable-quote.md",
+    "widget-model.md",
 ];
 
 /// Whether the fixture test rewrites the appendix: only for `REVTX_UPDATE_SNAPSHOTS=1`,

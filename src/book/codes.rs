@@ -111,6 +111,8 @@ codes! {
     UnknownRun => "unknown-run",
     /// Something that needs a training run names a probe.
     ProbeRun => "probe-run",
+    /// A widget lists a run whose model the page's JavaScript cannot run.
+    WidgetModel => "widget-model",
     /// A run failed in the engine.
     RunFailed => "run-failed",
     /// `--offline`, and a run the book needs is not in the cache.

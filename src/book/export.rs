@@ -122,7 +122,7 @@ pub fn files(models: &[Model]) -> Result<Export, String> {
             profile: &m.result.env.profile,
             config: &m.result.config.model,
             train_lengths: [data.min_len, data.max_len],
-            first_untrained: train.positions.first_untrained,
+            first_untrained: train.positions.as_ref().and_then(|p| p.first_untrained),
             file,
             bytes,
             floats: floats.len(),

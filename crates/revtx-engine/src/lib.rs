@@ -6,7 +6,8 @@
 //! - [`model`]: the transformer, its attention and its C++ kernels (`model/kernels/`);
 //! - [`optim`], [`schedule`], [`train`], [`eval`], [`probes`]: one run, from first step to
 //!   result;
-//! - [`numerics`]: entering a numeric profile, and the numerics fingerprint.
+//! - [`numerics`]: entering a numeric profile, and the numerics fingerprint;
+//! - [`trig`]: sines, cosines and exponentials of our own, the same bits everywhere.
 
 pub mod data;
 pub mod eval;
@@ -17,6 +18,7 @@ pub mod probes;
 pub mod rng;
 pub mod schedule;
 pub mod train;
+pub mod trig;
 
 use revtx_spec::profile::Platform;
 use revtx_spec::result::{RunEnv, StepPhases};

@@ -359,10 +359,9 @@ fn print_summary(r: &RunResult) {
             "distinct training strings {} of {} seen",
             t.data.distinct_strings, t.data.examples_seen
         );
-        println!(
-            "position rows trained {}/{}",
-            t.positions.trained_rows, t.positions.rows
-        );
+        if let Some(p) = &t.positions {
+            println!("position rows trained {}/{}", p.trained_rows, p.rows);
+        }
         println!(
             "{:.1} s training, {:.1} steps/s, {} thread(s)",
             r.env.train_seconds, r.env.steps_per_second, r.env.threads

@@ -201,6 +201,57 @@ fn subnormals(d: &mut BTreeMap<String, String>) {
     d.insert("subnormals".into(), digest(&Tensor::cat(&parts, 0)));
 }
 
+/// The operations of the run keys beyond the chapter's: the fixed position tables (their
+/// sines, cosines and exponentials are `trig`'s), rotary positions forward and backward,
+/// ReLU forward and backward, Adam, SGD with momentum, and the gradient norm with clipping.
+fn vocabulary(d: &mut BTreeMap<String, String>) {
+    use crate::optim::{Optim, Rule};
+    d.insert(
+        "sinusoidal".into(),
+        digest(&model::position::sinusoidal_table(25, 64)),
+    );
+    {
+        let qkv = (fixed(&[64, 17, 192], 22) * 4.0).set_requires_grad(true);
+        let y = model::position::Rope::new(25, 32).rotate_qkv(&qkv, 2);
+        (&y * fixed(&[64, 17, 192], 23)).sum(Kind::Float).backward();
+        d.insert("rope".into(), digest(&y));
+        d.insert("rope_grad".into(), digest(&qkv.grad()));
+    }
+    {
+        let x = (fixed(&[1088, 256], 24) * 4.0).set_requires_grad(true);
+        let y = kernels::relu(&x);
+        (&y * fixed(&[1088, 256], 25)).sum(Kind::Float).backward();
+        d.insert("relu".into(), digest(&y));
+        d.insert("relu_grad".into(), digest(&x.grad()));
+    }
+    let sgd = Rule::Sgd { momentum: 0.9 };
+    let adam = Rule::Adam {
+        betas: [0.8, 0.99],
+        eps: 1e-6,
+        decoupled: false,
+    };
+    for (name, rule, clip) in [("adam", adam, 0.0), ("sgd_clipped", sgd, 20.0)] {
+        let vs = nn::VarStore::new(tch::Device::Cpu);
+        let p = vs.root().var_copy("p", &fixed(&[256, 64], 26));
+        let mut opt = Optim::with_rule(&vs, rule, 3e-3, 0.01).expect("optimiser");
+        let mut norms = Vec::new();
+        for step in 0..5 {
+            opt.zero_grad();
+            (&p * fixed(&[256, 64], 27 + step))
+                .sum(Kind::Float)
+                .backward();
+            let norm = opt.grad_norm();
+            norms.push(norm);
+            opt.clip(norm, clip);
+            opt.step().expect("optimiser step");
+        }
+        d.insert(name.into(), digest(&p));
+        if clip > 0.0 {
+            d.insert("grad_norm".into(), digest(&Tensor::from_slice(&norms)));
+        }
+    }
+}
+
 /// Measures this machine's fingerprint under the profile already entered.
 pub fn probe(profile: Profile) -> Fingerprint {
     let started = std::time::Instant::now();
@@ -266,6 +317,7 @@ pub fn probe(profile: Profile) -> Fingerprint {
         }
         put(&mut d, "adamw", &p);
     }
+    vocabulary(&mut d);
     drop(rng_guard);
 
     // Four steps of the chapter's model, its real training loop included.

@@ -99,11 +99,13 @@ struct Trained {
     losses: Vec<f64>,
     /// The learning rate of every step.
     lrs: Vec<f64>,
+    /// The norm of all gradients at every step, before clipping.
+    grad_norms: Vec<f64>,
     /// Keys of the distinct training strings, and their count by length.
     seen: HashSet<u64>,
     seen_by_len: Vec<usize>,
-    /// Whether each position row ever received a gradient.
-    trained_rows: Vec<bool>,
+    /// Whether each position row ever received a gradient (a learned table only).
+    trained_rows: Option<Vec<bool>>,
     norm_before: Vec<f64>,
     examples: Vec<Example>,
     /// Attention's sharpness before the first update.
@@ -127,16 +129,17 @@ impl Lap {
     }
 }
 
-/// The training loop: fresh batches, AdamW at the schedule's rate, one loss per step.
+/// The training loop: fresh batches, the optimiser at the schedule's rate (gradients
+/// clipped if asked), one loss, rate and gradient norm per step.
 fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trained, RunError> {
     let (m, d, t) = (&cfg.model, &cfg.data, &cfg.train);
     let seq_len = m.positions as usize;
     let (vs, model) = model::init(m, seed);
     let initial_attention =
         tch::no_grad(|| eval::attention_stats(&model, &probe_strings(cfg), m.attn.causal));
-    let mut opt = optim::AdamW::new(&vs, t.lr, t.weight_decay)?;
-    let pos_table = model.pos.ws.shallow_clone();
-    let norm_before = row_norms(&pos_table);
+    let mut opt = optim::Optim::of(&vs, t)?;
+    let pos_table = model.pos.learned().map(Tensor::shallow_clone);
+    let norm_before = pos_table.as_ref().map(row_norms).unwrap_or_default();
 
     // Under a causal mask with the softmax over keys, trailing pads cannot influence any
     // earlier position and carry no target, so each batch is cut after its last real token.
@@ -148,6 +151,7 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
     let mut trained = Tensor::zeros([m.positions], (Kind::Bool, tch::Device::Cpu));
     let mut losses = Vec::with_capacity(t.steps);
     let mut lrs = Vec::with_capacity(t.steps);
+    let mut grad_norms = Vec::with_capacity(t.steps);
     let mut examples = Vec::new();
 
     let clock = Instant::now();
@@ -193,12 +197,17 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
         phases.forward += lap.next();
         opt.zero_grad();
         loss.backward();
-        let grad_rows = pos_table
-            .grad()
-            .abs()
-            .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
-            .gt(0.0);
-        trained = trained.logical_or(&grad_rows);
+        if let Some(table) = &pos_table {
+            let grad_rows = table
+                .grad()
+                .abs()
+                .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
+                .gt(0.0);
+            trained = trained.logical_or(&grad_rows);
+        }
+        let norm = opt.grad_norm();
+        grad_norms.push(norm);
+        opt.clip(norm, t.clip);
         phases.backward += lap.next();
         let lr = crate::schedule::lr_at(t, step + 1);
         opt.set_lr(lr);
@@ -214,11 +223,15 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
     Ok(Trained {
         seconds: clock.elapsed().as_secs_f64(),
         phases,
-        trained_rows: Vec::<bool>::try_from(&trained)?,
+        trained_rows: match pos_table {
+            Some(_) => Some(Vec::<bool>::try_from(&trained)?),
+            None => None,
+        },
         vs,
         model,
         losses,
         lrs,
+        grad_norms,
         seen,
         seen_by_len,
         norm_before,
@@ -268,25 +281,26 @@ fn summarise(cfg: &RunConfig, tr: &Trained) -> TrainResult {
         )
     });
 
-    let norm_after = row_norms(&tr.model.pos.ws);
-    let trained = &tr.trained_rows;
-    let untrained: Vec<usize> = (0..trained.len()).filter(|&i| !trained[i]).collect();
-    let untrained_shrink_pct = (!untrained.is_empty()).then(|| {
-        untrained
-            .iter()
-            .map(|&i| 100.0 * (1.0 - norm_after[i] / tr.norm_before[i]))
-            .sum::<f64>()
-            / untrained.len() as f64
+    let positions = tr.model.pos.learned().zip(tr.trained_rows.as_ref()).map(|(table, trained)| {
+        let norm_after = row_norms(table);
+        let untrained: Vec<usize> = (0..trained.len()).filter(|&i| !trained[i]).collect();
+        let untrained_shrink_pct = (!untrained.is_empty()).then(|| {
+            untrained
+                .iter()
+                .map(|&i| 100.0 * (1.0 - norm_after[i] / tr.norm_before[i]))
+                .sum::<f64>()
+                / untrained.len() as f64
+        });
+        PositionTable {
+            rows: trained.len(),
+            trained_rows: trained.iter().filter(|&&b| b).count(),
+            first_untrained: untrained.first().copied(),
+            norm_before: tr.norm_before.clone(),
+            norm_after,
+            trained: trained.clone(),
+            untrained_shrink_pct,
+        }
     });
-    let positions = PositionTable {
-        rows: trained.len(),
-        trained_rows: trained.iter().filter(|&&b| b).count(),
-        first_untrained: untrained.first().copied(),
-        norm_before: tr.norm_before.clone(),
-        norm_after,
-        trained: trained.clone(),
-        untrained_shrink_pct,
-    };
     let coverage = (d.min_len..=d.max_len)
         .map(|len| {
             let possible = 10f64.powi(len as i32);
@@ -301,6 +315,7 @@ fn summarise(cfg: &RunConfig, tr: &Trained) -> TrainResult {
     let losses = LossSummary::of(&tr.losses, t);
     TrainResult {
         lr: tr.lrs.clone(),
+        grad_norm: tr.grad_norms.clone(),
         last_block_mean: losses.last_block_mean,
         first_loss: tr.losses[0],
         final_loss: *tr.losses.last().unwrap_or(&f64::NAN),

@@ -105,6 +105,110 @@ pub struct ModelConfig {
     pub d_mlp: i64,
     /// Switches of the attention function (the faults).
     pub attn: AttnOptions,
+    /// How a token learns where it is (`learned`: a trained table of `positions` rows).
+    #[serde(default, skip_serializing_if = "PositionEncoding::is_learned")]
+    pub position_encoding: PositionEncoding,
+    /// Where each block normalises its residual stream.
+    #[serde(default, skip_serializing_if = "NormPlacement::is_pre")]
+    pub norm: NormPlacement,
+    /// The MLP's nonlinearity.
+    #[serde(default, skip_serializing_if = "Activation::is_gelu")]
+    pub activation: Activation,
+}
+
+/// How positions enter the model (`model.position_encoding`). `model.positions` is the
+/// longest sequence the model reads, under every kind; only `learned` trains a table of
+/// that many rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PositionEncoding {
+    /// A trained vector per position, added to the token's (the chapter's).
+    #[default]
+    Learned,
+    /// A fixed vector per position of sines and cosines at geometric wavelengths, added to
+    /// the token's (Vaswani et al.); nothing trained.
+    Sinusoidal,
+    /// Rotary: each head's query and key pairs rotated by an angle proportional to the
+    /// position (Su et al.), so scores depend on the offset between tokens.
+    Rope,
+    /// No position information at all: only the causal mask tells tokens apart.
+    None,
+}
+
+impl PositionEncoding {
+    pub fn is_learned(&self) -> bool {
+        *self == PositionEncoding::Learned
+    }
+
+    /// The value as a run block writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            PositionEncoding::Learned => "learned",
+            PositionEncoding::Sinusoidal => "sinusoidal",
+            PositionEncoding::Rope => "rope",
+            PositionEncoding::None => "none",
+        }
+    }
+
+    /// Whether a vector is added to each token before the first block.
+    pub fn adds_vectors(self) -> bool {
+        matches!(self, PositionEncoding::Learned | PositionEncoding::Sinusoidal)
+    }
+}
+
+/// Where a block's layer norms sit (`model.norm`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NormPlacement {
+    /// Before each sublayer, inside the residual branch, plus one before the head:
+    /// `x + f(norm(x))` (the chapter's).
+    #[default]
+    Pre,
+    /// After each addition, as in the original transformer: `norm(x + f(x))`; no final
+    /// norm, since the last block's output is normalised already.
+    Post,
+    /// No normalisation anywhere: `x + f(x)`.
+    None,
+}
+
+impl NormPlacement {
+    pub fn is_pre(&self) -> bool {
+        *self == NormPlacement::Pre
+    }
+
+    /// The value as a run block writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NormPlacement::Pre => "pre",
+            NormPlacement::Post => "post",
+            NormPlacement::None => "none",
+        }
+    }
+}
+
+/// The MLP's nonlinearity (`model.activation`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    /// The Gaussian error linear unit, `x·Φ(x)` (the chapter's).
+    #[default]
+    Gelu,
+    /// `max(x, 0)`.
+    Relu,
+}
+
+impl Activation {
+    pub fn is_gelu(&self) -> bool {
+        *self == Activation::Gelu
+    }
+
+    /// The value as a run block writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Activation::Gelu => "gelu",
+            Activation::Relu => "relu",
+        }
+    }
 }
 
 impl ModelConfig {
@@ -118,10 +222,33 @@ impl ModelConfig {
             n_layers: 2,
             d_mlp: 256,
             attn: AttnOptions::default(),
+            position_encoding: PositionEncoding::Learned,
+            norm: NormPlacement::Pre,
+            activation: Activation::Gelu,
         }
     }
 
     pub fn d_head(&self) -> i64 {
         self.d_model / self.n_heads
+    }
+
+    /// What of this model the page's widget (`static/widget/`) cannot run, in words, or
+    /// `None` when it can: its JavaScript model has learned positions, pre-norm blocks and
+    /// GELU, with every attention switch.
+    pub fn widget_cannot_run(&self) -> Option<String> {
+        let mut what = Vec::new();
+        if self.position_encoding != PositionEncoding::Learned {
+            what.push(format!(
+                "position_encoding = \"{}\"",
+                self.position_encoding.name()
+            ));
+        }
+        if self.norm != NormPlacement::Pre {
+            what.push(format!("norm = \"{}\"", self.norm.name()));
+        }
+        if self.activation != Activation::Gelu {
+            what.push(format!("activation = \"{}\"", self.activation.name()));
+        }
+        (!what.is_empty()).then(|| what.join(", "))
     }
 }

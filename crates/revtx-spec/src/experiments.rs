@@ -72,8 +72,26 @@ pub struct TrainConfig {
     /// Where a decay ends, at the last step.
     #[serde(default, skip_serializing_if = "is_zero_f64")]
     pub min_lr: f64,
-    /// AdamW decoupled weight decay, applied to all parameters.
+    /// Weight decay, applied to all parameters: decoupled from the gradient under
+    /// `adamw`, added to it (L2) under `adam` and `sgd`, as PyTorch's optimisers do.
     pub weight_decay: f64,
+    /// Which update rule steps the parameters.
+    #[serde(default, skip_serializing_if = "Optimizer::is_adamw")]
+    pub optimizer: Optimizer,
+    /// Adam's and AdamW's β₁ and β₂: the decay of the moving averages of the gradient and
+    /// of its square.
+    #[serde(default = "default_betas", skip_serializing_if = "is_default_betas")]
+    pub betas: [f64; 2],
+    /// Adam's and AdamW's ε, added to the root of the second moment.
+    #[serde(default = "default_eps", skip_serializing_if = "is_default_eps")]
+    pub eps: f64,
+    /// SGD's momentum (0: plain SGD).
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub momentum: f64,
+    /// Global gradient-norm clipping: when the norm of all gradients together exceeds
+    /// `clip`, every gradient is scaled by `clip / (norm + 1e-6)`. 0: off.
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub clip: f64,
     /// libtorch intra-op threads. Fixed per run so results are reproducible.
     pub threads: usize,
     /// Steps per block when averaging the loss (the chapter's 250).
@@ -103,6 +121,49 @@ impl Decay {
     pub fn is_none(&self) -> bool {
         *self == Decay::None
     }
+}
+
+/// The update rule (`train.optimizer`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Optimizer {
+    /// Adam with decoupled weight decay (Loshchilov and Hutter): the chapter's.
+    #[default]
+    Adamw,
+    /// Adam (Kingma and Ba), weight decay added to the gradient.
+    Adam,
+    /// Stochastic gradient descent, with `momentum` if it is set.
+    Sgd,
+}
+
+impl Optimizer {
+    pub fn is_adamw(&self) -> bool {
+        *self == Optimizer::Adamw
+    }
+}
+
+/// PyTorch's defaults for Adam's β₁ and β₂, and ε.
+pub const DEFAULT_BETAS: [f64; 2] = [0.9, 0.999];
+pub const DEFAULT_EPS: f64 = 1e-8;
+
+fn default_betas() -> [f64; 2] {
+    DEFAULT_BETAS
+}
+
+fn default_eps() -> f64 {
+    DEFAULT_EPS
+}
+
+fn is_default_betas(b: &[f64; 2]) -> bool {
+    *b == DEFAULT_BETAS
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_default_eps(x: &f64) -> bool {
+    *x == DEFAULT_EPS
 }
 
 #[allow(
@@ -166,6 +227,11 @@ impl RunConfig {
                 decay: Decay::None,
                 min_lr: 0.0,
                 weight_decay: 0.01,
+                optimizer: Optimizer::Adamw,
+                betas: DEFAULT_BETAS,
+                eps: DEFAULT_EPS,
+                momentum: 0.0,
+                clip: 0.0,
                 threads: 1,
                 block: 250,
                 window: 25,
@@ -222,6 +288,18 @@ impl RunConfig {
             "model.n_layers",
             "model.n_layers and model.d_mlp must be positive",
         );
+        need(
+            m.position_encoding != crate::config::PositionEncoding::Rope
+                || (m.n_heads > 0 && m.d_model % m.n_heads == 0 && m.d_head() % 2 == 0),
+            "model.position_encoding",
+            "rope turns pairs of each head's dimensions: model.d_model / model.n_heads must be even",
+        );
+        need(
+            m.position_encoding != crate::config::PositionEncoding::Sinusoidal
+                || m.d_model % 2 == 0,
+            "model.position_encoding",
+            "the sinusoidal table pairs a sine with a cosine: model.d_model must be even",
+        );
         let lengths_ok = |lo: usize, hi: usize| lo >= 1 && lo <= hi;
         need(
             lengths_ok(d.min_len, d.max_len),
@@ -269,6 +347,42 @@ impl RunConfig {
             t.decay != Decay::None || t.min_lr == 0.0,
             "train.min_lr",
             "train.min_lr is where a decay ends: set train.decay too",
+        );
+        let adam = t.optimizer != Optimizer::Sgd;
+        need(
+            t.betas.iter().all(|b| (0.0..1.0).contains(b)),
+            "train.betas",
+            "train.betas must each be at least 0 and below 1",
+        );
+        need(
+            adam || t.betas == DEFAULT_BETAS,
+            "train.betas",
+            "train.betas are Adam's: set train.optimizer = \"adam\" or \"adamw\", or remove them",
+        );
+        need(
+            t.eps > 0.0 && (adam || t.eps == DEFAULT_EPS),
+            "train.eps",
+            "train.eps must be positive, and is Adam's: sgd has none",
+        );
+        need(
+            (0.0..1.0).contains(&t.momentum),
+            "train.momentum",
+            "train.momentum must be at least 0 and below 1",
+        );
+        need(
+            !adam || t.momentum == 0.0,
+            "train.momentum",
+            "train.momentum is SGD's: set train.optimizer = \"sgd\" (Adam's is train.betas)",
+        );
+        need(
+            t.clip >= 0.0 && t.clip.is_finite(),
+            "train.clip",
+            "train.clip must be 0 (off) or a positive gradient norm",
+        );
+        need(
+            t.weight_decay >= 0.0 && t.weight_decay.is_finite(),
+            "train.weight_decay",
+            "train.weight_decay must be at least 0",
         );
         let letters = |s: &str| crate::task::parse_letters(s).is_some_and(|l| !l.is_empty());
         need(

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 
 /// Bumped whenever the layout of a result changes; part of the run-cache key. 3: one of
 /// `train`, `worked` or `variance` (`RunOutput`), where 2 wrote all three, two as null.
-/// 4: the learning rate of every step (`train.lr`).
-pub const RESULT_FORMAT: u32 = 4;
+/// 4: the learning rate of every step (`train.lr`). 5: the gradient norm of every step
+/// (`train.grad_norm`); `train.positions` only for a learned position table.
+pub const RESULT_FORMAT: u32 = 5;
 
 /// The result of one run at one seed.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
@@ -71,6 +72,10 @@ pub struct TrainResult {
     /// The learning rate every step used (index 0 is step 1), after warm-up and decay.
     #[serde(default)]
     pub lr: Vec<f64>,
+    /// The norm of all gradients together at every step, before any clipping (index 0 is
+    /// step 1): squares summed in f64 in parameter order, then the root.
+    #[serde(default)]
+    pub grad_norm: Vec<f64>,
     /// Mean loss over each block of `train.block` steps.
     pub block_means: Vec<f64>,
     /// Running mean over `train.window` steps, one value per step from step `window` on.
@@ -90,7 +95,10 @@ pub struct TrainResult {
     /// Greedy decodes of the named strings, keyed by input.
     pub decodes: std::collections::BTreeMap<String, String>,
     pub attention: AttentionMap,
-    pub positions: PositionTable,
+    /// The learned position table before and after training; absent under the other
+    /// position encodings, which train no table.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub positions: Option<PositionTable>,
     pub data: DataStats,
     /// Two training examples as the model sees them (the first two of the first batch).
     pub examples: Vec<Example>,

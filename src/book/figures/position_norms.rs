@@ -5,6 +5,7 @@
 use super::alt::fmt_num;
 use super::theme::{de, mesh, render, text_style, Area, PALETTE};
 use super::{drawn, Figure, Svg};
+use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
 use crate::book::kinds::{single, RunData};
 use plotters::prelude::*;
@@ -24,7 +25,19 @@ pub struct Spec {}
 impl Figure for Spec {
     fn draw(&self, runs: &[RunData]) -> Result<Svg, Diagnostic> {
         let run = single(runs, "position-norms")?;
-        drawn(norms(&run.train("a position-norms figure")?.positions))
+        let table = run.train("a position-norms figure")?.positions.as_ref();
+        let table = table.ok_or_else(|| {
+            Diagnostic::error(
+                Code::Figure,
+                None,
+                format!(
+                    "a position-norms figure draws a learned position table, and `{}` has none (position_encoding = \"{}\")",
+                    run.id,
+                    run.first().config.model.position_encoding.name()
+                ),
+            )
+        })?;
+        drawn(norms(table))
     }
 }
 

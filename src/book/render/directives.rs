@@ -145,6 +145,17 @@ impl Renderer<'_> {
                 );
                 return String::new();
             }
+            if let Some(what) = result.config.model.widget_cannot_run() {
+                self.diags.push(
+                    Diagnostic::error(
+                        Code::WidgetModel,
+                        Some(span.clone()),
+                        format!("the widget cannot run `{}`: its model has {what}", m.run),
+                    )
+                    .hint("the page runs learned positions, pre-norm blocks and GELU; show this run with a figure"),
+                );
+                return String::new();
+            }
             max_len = max_len.max(result.config.data.max_len);
             models.push(context! { id => &m.run, label => m.label() });
         }

@@ -102,6 +102,15 @@ pub fn gelu(x: &Tensor) -> Tensor {
     wrap(unsafe { revtx_gelu(x.as_ptr().cast()) }, "gelu")
 }
 
+/// ReLU, `max(x, 0)`, elementwise, as a selection and nothing else: `x` where `x > 0`, else
+/// `+0` (so `-0` and every negative give `+0`, as libtorch's `relu` does). Its gradient,
+/// autograd's of the selection, is the incoming gradient where `x > 0` and `+0` elsewhere
+/// (where libtorch's threshold backward gives `+0` too). No arithmetic, so no rounding and
+/// the same bits on every machine and vector width.
+pub fn relu(x: &Tensor) -> Tensor {
+    x.where_self(&x.gt(0.0), &x.zeros_like())
+}
+
 /// `linear(gelu(linear(x, w1, b1)), w2, b2)` as one node: x `(..., in)`, w1 `(hidden, in)`,
 /// w2 `(out, hidden)` → `(..., out)`. The same bits as the three calls, with one pass fewer
 /// over the hidden activations each way. Portable profile only.

@@ -1,4 +1,6 @@
-//! The reversal transformer, top to bottom: attention → MLP → block → model.
+//! The reversal transformer, top to bottom: attention → MLP → block → model. Each choice
+//! of the config is a small type (`PositionEncoding`, `NormPlacement`, `Activation`), and
+//! the positions live in `position`.
 //!
 //! The model's configuration types live in `revtx_spec::config`; its kernels in `kernels`
 //! (Rust) and `kernels/` (C++).
@@ -9,8 +11,12 @@
 
 pub mod attention;
 pub mod kernels;
+pub mod position;
 
-pub use crate::config::{AttnOptions, ModelConfig, SoftmaxAxis};
+pub use crate::config::{
+    Activation, AttnOptions, ModelConfig, NormPlacement, PositionEncoding, SoftmaxAxis,
+};
+use position::{Positions, Rope};
 pub use attention::attention;
 use std::sync::Mutex;
 use tch::{nn, nn::Module, Tensor};
@@ -86,12 +92,14 @@ fn linear(vs: nn::Path, in_dim: i64, out_dim: i64) -> Linear {
 }
 
 /// Multi-head causal self-attention: one Linear makes q, k and v, one mixes the heads.
+/// Under rotary positions, queries and keys are turned by position before the scores.
 #[derive(Debug)]
 pub struct MultiHeadAttention {
     qkv: Linear,
     out: Linear,
     n_heads: i64,
     opts: AttnOptions,
+    rope: Option<Rope>,
 }
 
 impl MultiHeadAttention {
@@ -102,6 +110,18 @@ impl MultiHeadAttention {
             out: linear(&vs / "out", d, d),
             n_heads: cfg.n_heads,
             opts: cfg.attn,
+            rope: (cfg.position_encoding == PositionEncoding::Rope)
+                .then(|| Rope::new(cfg.positions, cfg.d_head())),
+        }
+    }
+
+    /// q, k and v side by side, `(batch, tokens, 3·d_model)`, queries and keys rotated
+    /// under rotary positions.
+    fn project(&self, x: &Tensor) -> Tensor {
+        let qkv = self.qkv.forward(x);
+        match &self.rope {
+            Some(rope) => rope.rotate_qkv(&qkv, self.n_heads),
+            None => qkv,
         }
     }
 
@@ -110,7 +130,7 @@ impl MultiHeadAttention {
     /// fused kernel (`kernels::attention`), which a test holds to `reference`.
     pub fn forward(&self, x: &Tensor) -> (Tensor, Tensor) {
         if kernels::fused() {
-            let (y, w) = kernels::attention(&self.qkv.forward(x), self.n_heads, self.opts);
+            let (y, w) = kernels::attention(&self.project(x), self.n_heads, self.opts);
             return (self.out.forward(&y), w); // y: (batch, tokens, d_model), heads side by side
         }
         self.reference(x)
@@ -122,7 +142,7 @@ impl MultiHeadAttention {
     pub fn reference(&self, x: &Tensor) -> (Tensor, Tensor) {
         let (b, t, d) = x.size3().unwrap();
         let (h, d_k) = (self.n_heads, d / self.n_heads);
-        let qkv = self.qkv.forward(x).split(d, -1); // 3 × (batch, tokens, d_model): one matmul makes all three
+        let qkv = self.project(x).split(d, -1); // 3 × (batch, tokens, d_model): one matmul makes all three
         let heads = |z: &Tensor| z.view([b, t, h, d_k]).transpose(1, 2); // (batch, heads, tokens, d_k)
         let (q, k, v) = (heads(&qkv[0]), heads(&qkv[1]), heads(&qkv[2]));
         let (y, w) = attention(&q, &k, &v, self.opts); // every head at once: heads act as batch entries
@@ -135,17 +155,18 @@ impl MultiHeadAttention {
     pub fn raw_scores(&self, x: &Tensor) -> Tensor {
         let (b, t, d) = x.size3().unwrap();
         let (h, d_k) = (self.n_heads, d / self.n_heads);
-        let qkv = self.qkv.forward(x).split(d, -1);
+        let qkv = self.project(x).split(d, -1);
         let heads = |z: &Tensor| z.view([b, t, h, d_k]).transpose(1, 2); // (batch, heads, tokens, d_k)
         kernels::matmul(&heads(&qkv[0]), &heads(&qkv[1]).transpose(-2, -1))
     }
 }
 
-/// The position-wise feed-forward network: d_model → d_mlp → d_model with GELU.
+/// The position-wise feed-forward network: d_model → d_mlp → d_model, GELU or ReLU between.
 #[derive(Debug)]
 pub struct Mlp {
     up: Linear,
     down: Linear,
+    activation: Activation,
 }
 
 impl Mlp {
@@ -153,10 +174,14 @@ impl Mlp {
         Mlp {
             up: linear(&vs / "up", cfg.d_model, cfg.d_mlp),
             down: linear(&vs / "down", cfg.d_mlp, cfg.d_model),
+            activation: cfg.activation,
         }
     }
 
     pub fn forward(&self, x: &Tensor) -> Tensor {
+        if self.activation == Activation::Relu {
+            return self.down.forward(&kernels::relu(&self.up.forward(x)));
+        }
         if kernels::fused() {
             // The same three operations in one node (a test holds it to the line below).
             let (up, down) = (&self.up, &self.down);
@@ -166,43 +191,86 @@ impl Mlp {
     }
 }
 
-/// A pre-norm block: `x + attn(ln1(x))`, then `x + mlp(ln2(x))`.
+/// A block: attention, then the MLP, each added to the residual stream, with layer norms
+/// where `NormPlacement` puts them (the chapter's: before each sublayer).
 #[derive(Debug)]
 pub struct Block {
-    ln1: LayerNorm,
     attn: MultiHeadAttention,
-    ln2: LayerNorm,
     mlp: Mlp,
+    norms: Norms,
+}
+
+/// A block's two layer norms (`ln1`, `ln2`), by where they sit.
+#[derive(Debug)]
+enum Norms {
+    Pre(LayerNorm, LayerNorm),
+    Post(LayerNorm, LayerNorm),
+    None,
 }
 
 impl Block {
     pub fn new(vs: nn::Path, cfg: &ModelConfig) -> Self {
         let d = cfg.d_model;
-        Block {
-            ln1: layer_norm(&vs / "ln1", d),
-            attn: MultiHeadAttention::new(&vs / "attn", cfg),
-            ln2: layer_norm(&vs / "ln2", d),
-            mlp: Mlp::new(&vs / "mlp", cfg),
+        // Created in this order (ln1, attn, ln2, mlp) so the generator draws the
+        // chapter's weights in the chapter's order.
+        let ln1 = (cfg.norm != NormPlacement::None).then(|| layer_norm(&vs / "ln1", d));
+        let attn = MultiHeadAttention::new(&vs / "attn", cfg);
+        let ln2 = (cfg.norm != NormPlacement::None).then(|| layer_norm(&vs / "ln2", d));
+        let mlp = Mlp::new(&vs / "mlp", cfg);
+        let norms = match (cfg.norm, ln1, ln2) {
+            (NormPlacement::Pre, Some(a), Some(b)) => Norms::Pre(a, b),
+            (NormPlacement::Post, Some(a), Some(b)) => Norms::Post(a, b),
+            _ => Norms::None,
+        };
+        Block { attn, mlp, norms }
+    }
+
+    /// What attention reads: the normalised stream under pre-norm, the stream otherwise.
+    fn attn_input(&self, x: &Tensor) -> Tensor {
+        match &self.norms {
+            Norms::Pre(ln1, _) => ln1.forward(x),
+            Norms::Post(..) | Norms::None => x.shallow_clone(),
+        }
+    }
+
+    pub fn forward(&self, x: &Tensor) -> (Tensor, Tensor) {
+        match &self.norms {
+            Norms::Pre(ln1, ln2) => self.pre_norm(x, ln1, ln2),
+            // The original transformer's: normalise after each addition.
+            Norms::Post(ln1, ln2) => {
+                let (a, weights) = self.attn.forward(x);
+                let x = ln1.forward(&(x + a));
+                let x = ln2.forward(&(&x + self.mlp.forward(&x)));
+                (x, weights)
+            }
+            Norms::None => {
+                let (a, weights) = self.attn.forward(x);
+                let x = x + a;
+                let x = &x + self.mlp.forward(&x);
+                (x, weights)
+            }
         }
     }
 
     // ANCHOR: block
-    pub fn forward(&self, x: &Tensor) -> (Tensor, Tensor) {
-        let (a, weights) = self.attn.forward(&self.ln1.forward(x));
+    /// The pre-norm block: `x + attn(ln1(x))`, then `x + mlp(ln2(x))`.
+    fn pre_norm(&self, x: &Tensor, ln1: &LayerNorm, ln2: &LayerNorm) -> (Tensor, Tensor) {
+        let (a, weights) = self.attn.forward(&ln1.forward(x));
         let x = x + a;
-        let x = &x + self.mlp.forward(&self.ln2.forward(&x));
+        let x = &x + self.mlp.forward(&ln2.forward(&x));
         (x, weights)
     }
     // ANCHOR_END: block
 }
 
-/// Token and position embeddings, the blocks, a final LayerNorm and an untied head.
+/// Token embeddings and positions, the blocks, a final LayerNorm (under pre-norm) and an
+/// untied head.
 #[derive(Debug)]
 pub struct Transformer {
     pub tok: nn::Embedding,
-    pub pos: nn::Embedding,
+    pub pos: Positions,
     blocks: Vec<Block>,
-    ln_f: LayerNorm,
+    ln_f: Option<LayerNorm>,
     head: Linear,
 }
 
@@ -211,23 +279,26 @@ impl Transformer {
         let emb = Default::default();
         Transformer {
             tok: nn::embedding(&vs / "tok", cfg.vocab, cfg.d_model, emb),
-            pos: nn::embedding(&vs / "pos", cfg.positions, cfg.d_model, emb),
+            pos: Positions::new(vs.clone(), cfg),
             blocks: (0..cfg.n_layers)
                 .map(|i| Block::new(&vs / "blocks" / i, cfg))
                 .collect(),
-            ln_f: layer_norm(&vs / "ln_f", cfg.d_model),
+            ln_f: (cfg.norm == NormPlacement::Pre).then(|| layer_norm(&vs / "ln_f", cfg.d_model)),
             head: linear(&vs / "head", cfg.d_model, cfg.vocab),
         }
     }
 
+    /// The tokens of `idx: (batch, tokens)` as vectors, with their positions added.
+    fn embed(&self, idx: &Tensor) -> Tensor {
+        self.pos.add(self.tok.forward(idx)) // (batch, tokens, d_model)
+    }
+
     /// Each block's raw attention scores and weights for `idx` (see `raw_scores`).
     pub fn raw_scores(&self, idx: &Tensor) -> (Vec<Tensor>, Vec<Tensor>) {
-        let t = idx.size()[1];
-        let positions = Tensor::arange(t, (tch::Kind::Int64, idx.device()));
-        let mut x = self.tok.forward(idx) + self.pos.forward(&positions);
+        let mut x = self.embed(idx);
         let (mut scores, mut weights) = (Vec::new(), Vec::new());
         for block in &self.blocks {
-            scores.push(block.attn.raw_scores(&block.ln1.forward(&x)));
+            scores.push(block.attn.raw_scores(&block.attn_input(&x)));
             let (y, w) = block.forward(&x);
             x = y;
             weights.push(w);
@@ -238,16 +309,18 @@ impl Transformer {
     /// `idx: (batch, tokens)` of token ids → logits `(batch, tokens, vocab)` and each
     /// block's attention weights `(batch, heads, tokens, tokens)`.
     pub fn forward(&self, idx: &Tensor) -> (Tensor, Vec<Tensor>) {
-        let t = idx.size()[1];
-        let positions = Tensor::arange(t, (tch::Kind::Int64, idx.device()));
-        let mut x = self.tok.forward(idx) + self.pos.forward(&positions); // (batch, tokens, d_model)
+        let mut x = self.embed(idx);
         let mut weights = Vec::with_capacity(self.blocks.len());
         for block in &self.blocks {
             let (y, w) = block.forward(&x);
             x = y;
             weights.push(w);
         }
-        (self.head.forward(&self.ln_f.forward(&x)), weights)
+        let x = match &self.ln_f {
+            Some(ln_f) => ln_f.forward(&x),
+            None => x,
+        };
+        (self.head.forward(&x), weights)
     }
 }
 
