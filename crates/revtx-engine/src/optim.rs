@@ -163,11 +163,32 @@ pub fn norm(g: &[f32]) -> f64 {
         .sqrt()
 }
 
-/// The factor PyTorch's `clip_grad_norm_` scales every gradient by when their norm exceeds
-/// `clip`: `clip / (norm + 1e-6)`; `None` when there is nothing to clip (`clip` 0 is off).
-pub fn clip_factor(norm: f64, clip: f64) -> Option<f32> {
-    let factor = clip / (norm + 1e-6);
-    (clip > 0.0 && factor < 1.0).then_some(factor as f32)
+/// The factor every gradient `g` is scaled by when their `norm` exceeds `clip`: PyTorch's
+/// `clip_grad_norm_` uses `clip / (norm + 1e-6)`; here that factor is rounded down to a
+/// float32, and lowered one float32 step at a time while rounding the products would
+/// still leave a norm above `clip`, so a clipped gradient's norm never exceeds the clip.
+/// `None` when there is nothing to clip (`clip` 0 is off).
+pub fn clip_factor(g: &[f32], norm: f64, clip: f64) -> Option<f32> {
+    let want = clip / (norm + 1e-6);
+    if clip <= 0.0 || want >= 1.0 {
+        return None;
+    }
+    let mut f = want as f32;
+    if f64::from(f) > want {
+        f = f.next_down();
+    }
+    while scaled_norm(g, f) > clip {
+        f = f.next_down();
+    }
+    Some(f)
+}
+
+/// The norm of `g` after each element is multiplied by `f` in float32.
+pub fn scaled_norm(g: &[f32], f: f32) -> f64 {
+    g.iter()
+        .map(|&x| f64::from(x * f) * f64::from(x * f))
+        .fold(0.0, |sum, sq| sum + sq)
+        .sqrt()
 }
 
 /// One AdamW step of every element, in place. Rust rounds each operation once and never
@@ -265,10 +286,14 @@ impl Optim {
         norm(self.grad_slice())
     }
 
-    /// Scales every gradient by `clip_factor(norm, clip)` if there is one.
+    /// Scales every gradient by `clip_factor` if there is one.
     pub fn clip(&mut self, norm: f64, clip: f64) {
-        if let Some(f) = clip_factor(norm, clip) {
-            for g in self.grad_slice() {
+        if clip <= 0.0 {
+            return;
+        }
+        let g = self.grad_slice();
+        if let Some(f) = clip_factor(g, norm, clip) {
+            for g in g {
                 *g *= f;
             }
         }

@@ -41,12 +41,18 @@ pub fn sin_cos(a: f64) -> (f64, f64) {
     (sin_pi_any(x), cos_pi_any(x))
 }
 
-/// `e^y` for `y` in [-700, 700]: `y = k·ln 2 + r` with |r| ≤ ln 2 / 2, the Taylor series of
-/// `e^r` to 20 terms, and `2^k` put into the exponent bits exactly.
+/// `ln 2` in two parts (fdlibm's): the high part has 32 trailing zero bits, so `k` times it
+/// is exact for any `k` below 2^20.
+const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
+const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+
+/// `e^y` for `y` in [-700, 700]: `y = k·ln 2 + r` with |r| ≤ ln 2 / 2 (Cody and Waite's
+/// reduction, ln 2 in two parts), the Taylor series of `e^r` to 20 terms, and `2^k` put
+/// into the exponent bits exactly.
 pub fn exp(y: f64) -> f64 {
     let y = y.clamp(-700.0, 700.0);
     let k = (y / LN_2).round();
-    let r = y - k * LN_2;
+    let r = (y - k * LN2_HI) - k * LN2_LO;
     let mut sum = 1.0;
     for n in (1..=20u32).rev() {
         sum = 1.0 + r / f64::from(n) * sum;

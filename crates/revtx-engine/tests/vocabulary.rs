@@ -1,0 +1,312 @@
+//! The run keys beyond the chapter's, each against an independent composition: `trig`
+//! against libm (here only as the reference), the position tables against their formulas,
+//! ReLU against libtorch's, Adam and SGD against libtorch's optimisers, clipping against
+//! its definition, and the parameter counts every choice's formula gives.
+#![allow(
+    clippy::cast_precision_loss,
+    clippy::float_cmp,
+    reason = "small integers; exact equality is what some checks test"
+)]
+
+mod common;
+
+use revtx_engine::config::{Activation, ModelConfig, NormPlacement, PositionEncoding};
+use revtx_engine::model::{self, kernels, position};
+use revtx_engine::optim::{clip_factor, norm, scaled_norm, Optim, Rule};
+use revtx_engine::trig;
+use tch::nn::OptimizerConfig;
+use tch::{nn, Kind, Tensor};
+
+#[test]
+fn trig_matches_libm_to_a_few_ulps() {
+    assert_eq!(trig::LN_10000, 10000f64.ln());
+    for k in -4000..=4000 {
+        let a = f64::from(k) / 40.0; // -100 ..= 100 radians
+        let (s, c) = trig::sin_cos(a);
+        // The fold by the period costs |a|·2^-52 at most; the series a few ulps.
+        let tol = 1e-15 * (4.0 + a.abs());
+        assert!((s - a.sin()).abs() < tol, "sin {a}: {s} vs {}", a.sin());
+        assert!((c - a.cos()).abs() < tol, "cos {a}: {c} vs {}", a.cos());
+    }
+    for k in -1000..=1000 {
+        let y = f64::from(k) / 50.0; // -20 ..= 20
+        let (e, want) = (trig::exp(y), y.exp());
+        assert!((e - want).abs() <= 4e-16 * want, "exp {y}: {e} vs {want}");
+    }
+    assert_eq!(trig::exp(0.0), 1.0);
+}
+
+#[test]
+fn the_sinusoidal_table_is_vaswanis() {
+    let (rows, d) = (25, 64);
+    let table = Vec::<f32>::try_from(&position::sinusoidal_table(rows, d).view([-1])).unwrap();
+    for p in 0..rows {
+        for c in 0..d {
+            let w = 10000f64.powf(-((2 * (c / 2)) as f64) / d as f64);
+            let a = p as f64 * w;
+            let want = if c % 2 == 0 { a.sin() } else { a.cos() } as f32;
+            let got = table[(p * d + c) as usize];
+            // Rounded to float32 from an f64 within 1e-13: the same float, or a neighbour
+            // when the f64 sits at a rounding boundary.
+            assert!(
+                (got - want).abs() <= f32::EPSILON * want.abs().max(1e-30),
+                "row {p} column {c}: {got} vs {want}"
+            );
+        }
+    }
+}
+
+/// Rotary positions make a head's score depend only on how far apart the query and the
+/// key are: shifting both by the same offset leaves every score as it was.
+#[test]
+fn rope_scores_depend_only_on_the_offset() {
+    common::book_mode();
+    let (t, heads, d_k) = (12, 2, 8);
+    let rope = position::Rope::new(24, d_k);
+    let q1 = Tensor::randn([1, 1, heads, d_k], (Kind::Float, tch::Device::Cpu));
+    let k1 = Tensor::randn([1, 1, heads, d_k], (Kind::Float, tch::Device::Cpu));
+    // The same query and key at every position.
+    let q = q1.expand([1, t, heads, d_k], false).contiguous();
+    let k = k1.expand([1, t, heads, d_k], false).contiguous();
+    let (rq, rk) = (rope.rotate(&q), rope.rotate(&k));
+    // scores[h][i][j] = rq[i]·rk[j]
+    let scores = rq.permute([0, 2, 1, 3]).matmul(&rk.permute([0, 2, 3, 1]));
+    let s = |h: i64, i: i64, j: i64| scores.double_value(&[0, h, i, j]);
+    for h in 0..heads {
+        for (i, j) in [(3, 1), (5, 5), (7, 2)] {
+            for shift in 1..4 {
+                let (a, b) = (s(h, i, j), s(h, i + shift, j + shift));
+                assert!((a - b).abs() < 1e-4 * (1.0 + a.abs()), "{a} vs {b}");
+            }
+        }
+    }
+    // A rotation keeps every vector's length, and position 0 is not turned at all.
+    let lengths = |x: &Tensor| x.square().sum_dim_intlist([-1i64].as_slice(), false, Kind::Float);
+    assert!(lengths(&rq).allclose(&lengths(&q), 1e-5, 1e-5, false));
+    assert!(rq.narrow(1, 0, 1).equal(&q.narrow(1, 0, 1)));
+    // and it does turn the others.
+    assert!(!rq.narrow(1, 1, 1).allclose(&q.narrow(1, 1, 1), 1e-3, 1e-3, false));
+}
+
+/// Ours is libtorch's `relu` to the bit, forward and backward, with one decision about
+/// signed zeros: ours gives `+0` for an input of `-0` (as for every input ≤ 0), where
+/// libtorch's passes the `-0` through. The two compare equal as numbers, and no later
+/// operation of the model tells them apart except by the sign of a zero.
+#[test]
+fn relu_is_libtorchs_to_the_bit_forward_and_back() {
+    common::book_mode();
+    let x = Tensor::randn([257, 33], (Kind::Float, tch::Device::Cpu)) * 3.0;
+    let _ = x.narrow(0, 0, 1).fill_(-0.0); // a row of negative zeros
+    let _ = x.narrow(0, 1, 1).fill_(0.0); // and of positive ones
+    let x = x.set_requires_grad(true);
+    let g = Tensor::randn([257, 33], (Kind::Float, tch::Device::Cpu));
+    let ours = common::grads_and_output(&kernels::relu(&x), &g, &[&x]);
+    let theirs = common::grads_and_output(&x.relu(), &g, &[&x]);
+    let (grad, out) = (&ours[0], &ours[1]);
+    assert_eq!(common::differing_bits(&common::floats(grad), &common::floats(&theirs[0])), 0);
+    let (a, b) = (common::floats(out), common::floats(&theirs[1]));
+    let differ: Vec<usize> = (0..a.len()).filter(|&i| a[i].to_bits() != b[i].to_bits()).collect();
+    assert_eq!(differ, (0..33).collect::<Vec<_>>(), "only the row of -0");
+    assert!(differ.iter().all(|&i| a[i].to_bits() == 0 && b[i].to_bits() == 0x8000_0000));
+    assert!(a.iter().zip(&b).all(|(x, y)| x == y), "equal as numbers");
+}
+
+/// A small model's two parameters, and the loss they are trained on.
+fn params(vs: &nn::VarStore) -> (Tensor, Tensor) {
+    let root = vs.root();
+    let init = nn::Init::Uniform { lo: -1.0, up: 1.0 };
+    (root.var("a", &[7, 5], init), root.var("b", &[5], init))
+}
+
+fn loss((a, b): &(Tensor, Tensor)) -> Tensor {
+    (a * 3.0 + b).tanh().square().sum(Kind::Float)
+}
+
+fn flat(vs: &nn::VarStore) -> Vec<f32> {
+    let mut vars = vs.variables().into_iter().collect::<Vec<_>>();
+    vars.sort_by(|a, b| a.0.cmp(&b.0));
+    vars.iter()
+        .flat_map(|(_, t)| Vec::<f32>::try_from(&t.contiguous().view([-1])).unwrap())
+        .collect()
+}
+
+/// 20 steps of our `rule`, or of libtorch's optimiser built by `theirs`.
+fn trained(rule: Rule, theirs: Option<&dyn Fn(&nn::VarStore) -> nn::Optimizer>) -> Vec<f32> {
+    let _g = model::TORCH_RNG.lock().unwrap();
+    tch::manual_seed(5);
+    let vs = nn::VarStore::new(tch::Device::Cpu);
+    let p = params(&vs);
+    let (lr, wd) = (3e-2, 0.1);
+    match theirs {
+        None => {
+            let mut opt = Optim::with_rule(&vs, rule, lr, wd).unwrap();
+            for _ in 0..20 {
+                opt.zero_grad();
+                loss(&p).backward();
+                opt.step().unwrap();
+            }
+        }
+        Some(build) => {
+            let mut opt = build(&vs);
+            for _ in 0..20 {
+                opt.zero_grad();
+                loss(&p).backward();
+                opt.step();
+            }
+        }
+    }
+    flat(&vs)
+}
+
+fn agree(ours: &[f32], theirs: &[f32], what: &str) {
+    assert_eq!(ours.len(), 40);
+    for (a, b) in ours.iter().zip(theirs) {
+        assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{what}: {a} vs {b}");
+    }
+}
+
+#[test]
+fn adam_steps_as_libtorchs_adam_does() {
+    let rule = Rule::Adam {
+        betas: [0.8, 0.99],
+        eps: 1e-6,
+        decoupled: false,
+    };
+    let theirs = |vs: &nn::VarStore| {
+        nn::Adam {
+            beta1: 0.8,
+            beta2: 0.99,
+            wd: 0.1,
+            eps: 1e-6,
+            amsgrad: false,
+        }
+        .build(vs, 3e-2)
+        .unwrap()
+    };
+    let ours = trained(rule, None);
+    agree(&ours, &trained(rule, Some(&theirs)), "adam");
+    // Coupled and decoupled decay are different rules: AdamW lands elsewhere.
+    let adamw = trained(Rule::ADAMW, None);
+    assert!(ours.iter().zip(&adamw).any(|(a, b)| (a - b).abs() > 1e-3));
+}
+
+#[test]
+fn sgd_steps_as_libtorchs_sgd_does() {
+    for momentum in [0.0, 0.9] {
+        let theirs = |vs: &nn::VarStore| {
+            nn::Sgd {
+                momentum,
+                dampening: 0.0,
+                wd: 0.1,
+                nesterov: false,
+            }
+            .build(vs, 3e-2)
+            .unwrap()
+        };
+        let rule = Rule::Sgd { momentum };
+        agree(
+            &trained(rule, None),
+            &trained(rule, Some(&theirs)),
+            &format!("sgd, momentum {momentum}"),
+        );
+    }
+}
+
+/// Clipping as PyTorch's `clip_grad_norm_` defines it: a norm over the limit is brought
+/// to just under it (never over: rounding the products to float32 could), a norm under
+/// it is left alone, and 0 is off.
+#[test]
+fn a_clipped_gradient_never_exceeds_the_clip() {
+    let mut over = 0;
+    for salt in 0..50 {
+        let g: Vec<f32> = (0..1000)
+            .map(|i| ((i * 37 + salt * 11) % 101) as f32 / 7.0 - 7.1)
+            .collect();
+        let n = norm(&g);
+        let want = g.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
+        assert!((n - want).abs() < 1e-12 * want, "{n} vs {want}");
+        for clip in [0.5, 1.0, 10.0, n / 2.0, n * 0.999_999] {
+            let f = clip_factor(&g, n, clip).expect("over the limit");
+            let clipped: Vec<f32> = g.iter().map(|&x| x * f).collect();
+            let after = norm(&clipped);
+            assert_eq!(after, scaled_norm(&g, f));
+            assert!(after <= clip, "{after} > {clip}");
+            assert!(after > clip * (1.0 - 1e-6), "{after} well under {clip}");
+            // How often PyTorch's factor, rounded to nearest, would have gone over.
+            let nearest = (clip / (n + 1e-6)) as f32;
+            over += usize::from(scaled_norm(&g, nearest) > clip);
+        }
+        assert_eq!(clip_factor(&g, n, 2.0 * n), None, "under the limit");
+        assert_eq!(clip_factor(&g, n, 0.0), None, "off");
+    }
+    assert!(over > 0, "the rounding this guards against never happened");
+}
+
+fn counted(edit: impl Fn(&mut ModelConfig)) -> i64 {
+    let mut cfg = ModelConfig::chapter();
+    edit(&mut cfg);
+    let (vs, m) = model::init(&cfg, 0);
+    // It runs: logits for a batch of two sequences of nine tokens.
+    let idx = Tensor::from_slice(&[1i64, 2, 3, 10, 3, 2, 1, 11, 11]).repeat([2, 1]);
+    let (logits, _) = tch::no_grad(|| m.forward(&idx));
+    assert_eq!(logits.size(), [2, 9, 12]);
+    assert!(logits.isfinite().all().int64_value(&[]) == 1);
+    model::parameter_count(&vs)
+}
+
+/// Each choice has the parameter count its formula gives: the chapter's 103,244, less the
+/// 25 × 64 position table where positions are not learned, less 4·64 per block and 2·64
+/// for the final norm without norms, less the final norm alone after the additions.
+#[test]
+fn every_choice_has_the_parameters_its_formula_gives() {
+    let (base, table, d) = (103_244, 25 * 64, 64);
+    for (kind, want) in [
+        (PositionEncoding::Learned, base),
+        (PositionEncoding::Sinusoidal, base - table),
+        (PositionEncoding::Rope, base - table),
+        (PositionEncoding::None, base - table),
+    ] {
+        assert_eq!(counted(|c| c.position_encoding = kind), want, "{kind:?}");
+    }
+    for (norm, want) in [
+        (NormPlacement::Pre, base),
+        (NormPlacement::Post, base - 2 * d),
+        (NormPlacement::None, base - 2 * (4 * d) - 2 * d),
+    ] {
+        assert_eq!(counted(|c| c.norm = norm), want, "{norm:?}");
+    }
+    assert_eq!(counted(|c| c.activation = Activation::Relu), base);
+}
+
+/// The chapter's model draws the same weights as before the choices existed: its first
+/// forward pass is pinned by the numerics digests; here the choices that train no table
+/// at least leave the token embedding's draw alone.
+#[test]
+fn choices_do_not_disturb_what_comes_before_them() {
+    let tok = |kind| {
+        let mut cfg = ModelConfig::chapter();
+        cfg.position_encoding = kind;
+        let (_vs, m) = model::init(&cfg, 7);
+        m.tok.ws.copy()
+    };
+    let learned = tok(PositionEncoding::Learned);
+    for kind in [PositionEncoding::Sinusoidal, PositionEncoding::Rope, PositionEncoding::None] {
+        assert!(tok(kind).equal(&learned), "{kind:?}");
+    }
+}
+
+/// Under rope the fused kernel and the libtorch composition still agree.
+#[test]
+fn fused_attention_agrees_with_the_reference_under_rope() {
+    common::book_mode();
+    let mut cfg = ModelConfig::chapter();
+    cfg.position_encoding = PositionEncoding::Rope;
+    let (_vs, m) = model::init(&cfg, 1);
+    let idx = Tensor::from_slice(&[4i64, 1, 7, 10, 7, 1, 4]).view([1, -1]);
+    let (s, w) = tch::no_grad(|| m.raw_scores(&idx));
+    assert_eq!((s.len(), w.len()), (2, 2));
+    let mha = model::MultiHeadAttention::new(nn::VarStore::new(tch::Device::Cpu).root(), &cfg);
+    let x = Tensor::randn([2, 7, 64], (Kind::Float, tch::Device::Cpu));
+    let ((y1, w1), (y2, w2)) = tch::no_grad(|| (mha.forward(&x), mha.reference(&x)));
+    assert!(common::close(&y1, &y2) && common::close(&w1, &w2));
+}
