@@ -226,10 +226,17 @@ fn options_in(text: &str) -> BTreeSet<String> {
 /// the `reference` preset's.
 #[test]
 fn the_run_key_table_lists_every_config_field() {
-    use revtx_spec::experiments::{Decay, RunConfig};
+    use revtx_spec::config::{Activation, NormPlacement, PositionEncoding};
+    use revtx_spec::experiments::{Decay, Optimizer, RunConfig};
     let mut cfg = RunConfig::preset("reference").unwrap();
     let reference = serde_json::to_value(&cfg).unwrap();
+    // Every key a config leaves out at its default, set, so that it is written.
     (cfg.train.warmup, cfg.train.decay, cfg.train.min_lr) = (1, Decay::Linear, 0.1);
+    (cfg.train.optimizer, cfg.train.betas, cfg.train.eps) = (Optimizer::Adam, [0.8, 0.9], 1e-6);
+    (cfg.train.momentum, cfg.train.clip) = (0.5, 1.0);
+    cfg.model.position_encoding = PositionEncoding::Rope;
+    cfg.model.norm = NormPlacement::Post;
+    cfg.model.activation = Activation::Relu;
     fn leaves(v: &serde_json::Value, at: &str, out: &mut Vec<(String, serde_json::Value)>) {
         match v {
             serde_json::Value::Object(m) => {
@@ -269,11 +276,8 @@ fn the_run_key_table_lists_every_config_field() {
     leaves(&reference, "", &mut want);
     for (key, shown) in &rows {
         let value = want.iter().find(|(k, _)| k == key).map(|(_, v)| v.clone());
-        let default = match key.as_str() {
-            "train.warmup" | "train.min_lr" => serde_json::json!(0),
-            "train.decay" => serde_json::json!("none"),
-            _ => serde_json::Value::Null,
-        };
+        // A key the preset's config leaves out (at its default): the preset's field.
+        let default = default_of(key);
         let value = value.unwrap_or(default);
         let parsed: serde_json::Value = serde_json::from_str(shown)
             .unwrap_or_else(|e| panic!("{key}: `{shown}` is not a value ({e})"));
@@ -285,5 +289,67 @@ fn the_run_key_table_lists_every_config_field() {
             parsed == value || same_number,
             "{key}: the guide says {shown}, the preset has {value}"
         );
+    }
+}
+
+/// The reference preset's value of a key its serialised config leaves out (each is
+/// skipped at its default).
+fn default_of(key: &str) -> serde_json::Value {
+    use revtx_spec::experiments::RunConfig;
+    let c = RunConfig::preset("reference").unwrap();
+    match key {
+        "train.warmup" => serde_json::json!(c.train.warmup),
+        "train.decay" => serde_json::json!(c.train.decay),
+        "train.min_lr" => serde_json::json!(c.train.min_lr),
+        "train.optimizer" => serde_json::json!(c.train.optimizer),
+        "train.betas" => serde_json::json!(c.train.betas),
+        "train.eps" => serde_json::json!(c.train.eps),
+        "train.momentum" => serde_json::json!(c.train.momentum),
+        "train.clip" => serde_json::json!(c.train.clip),
+        "model.position_encoding" => serde_json::json!(c.model.position_encoding),
+        "model.norm" => serde_json::json!(c.model.norm),
+        "model.activation" => serde_json::json!(c.model.activation),
+        _ => serde_json::Value::Null,
+    }
+}
+
+/// Every value of every choice a run block can make is named in its row of the table.
+/// The lists are matches without a wildcard: a new value does not compile here until it
+/// is listed, and then this test wants it in the guide.
+#[test]
+fn the_run_key_table_names_every_value_of_every_choice() {
+    use revtx_spec::config::{Activation, NormPlacement, PositionEncoding, SoftmaxAxis};
+    use revtx_spec::experiments::{Decay, Optimizer, RunKind};
+    use revtx_spec::task::Targets;
+    fn names<T: serde::Serialize>(all: &[T]) -> Vec<String> {
+        all.iter()
+            .map(|v| serde_json::to_value(v).unwrap().as_str().unwrap().to_string())
+            .collect()
+    }
+    macro_rules! every {
+        ($t:ident: $($v:ident),+) => {{
+            let _exhaustive = |x: $t| match x { $($t::$v)|+ => () };
+            names(&[$($t::$v),+])
+        }};
+    }
+    let choices = [
+        ("kind", every!(RunKind: Train, WorkedExample, DotVariance)),
+        ("model.position_encoding", every!(PositionEncoding: Learned, Sinusoidal, Rope, None)),
+        ("model.norm", every!(NormPlacement: Pre, Post, None)),
+        ("model.activation", every!(Activation: Gelu, Relu)),
+        ("model.attn.softmax", every!(SoftmaxAxis: Keys, Queries)),
+        ("data.targets", every!(Targets: Answer, AllPositions)),
+        ("train.decay", every!(Decay: None, Linear, Cosine)),
+        ("train.optimizer", every!(Optimizer: Adamw, Adam, Sgd)),
+    ];
+    let text = chapter("runs.md");
+    for (key, values) in choices {
+        let row = text
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{key}` |")))
+            .unwrap_or_else(|| panic!("no row for {key}"));
+        for v in values {
+            assert!(row.contains(&format!("`{v}`")), "{key}: the guide's row does not name `{v}`: {row}");
+        }
     }
 }

@@ -225,6 +225,12 @@ fn a_clipped_gradient_never_exceeds_the_clip() {
         let n = norm(&g);
         let want = g.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
         assert!((n - want).abs() < 1e-12 * want, "{n} vs {want}");
+        // The eight sums by index, then those in order: the definition, to the bit.
+        let mut lanes = [0.0f64; 8];
+        for (i, &x) in g.iter().enumerate() {
+            lanes[i % 8] += f64::from(x) * f64::from(x);
+        }
+        assert_eq!(n, lanes.iter().fold(0.0, |s, &l| s + l).sqrt());
         for clip in [0.5, 1.0, 10.0, n / 2.0, n * 0.999_999] {
             let f = clip_factor(&g, n, clip).expect("over the limit");
             let clipped: Vec<f32> = g.iter().map(|&x| x * f).collect();

@@ -73,7 +73,7 @@ pub struct TrainResult {
     #[serde(default)]
     pub lr: Vec<f64>,
     /// The norm of all gradients together at every step, before any clipping (index 0 is
-    /// step 1): squares summed in f64 in parameter order, then the root.
+    /// step 1): squares summed in f64 in a fixed order (`optim::norm`), then the root.
     #[serde(default)]
     pub grad_norm: Vec<f64>,
     /// Mean loss over each block of `train.block` steps.
