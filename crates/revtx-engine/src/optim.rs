@@ -271,7 +271,11 @@ impl Optim {
             offset += n;
         }
         let n = params.numel();
-        let second = if matches!(rule, Rule::Adam { .. }) { n } else { 0 };
+        let second = if matches!(rule, Rule::Adam { .. }) {
+            n
+        } else {
+            0
+        };
         Ok(Optim {
             params,
             grads,

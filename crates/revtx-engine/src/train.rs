@@ -281,26 +281,31 @@ fn summarise(cfg: &RunConfig, tr: &Trained) -> TrainResult {
         )
     });
 
-    let positions = tr.model.pos.learned().zip(tr.trained_rows.as_ref()).map(|(table, trained)| {
-        let norm_after = row_norms(table);
-        let untrained: Vec<usize> = (0..trained.len()).filter(|&i| !trained[i]).collect();
-        let untrained_shrink_pct = (!untrained.is_empty()).then(|| {
-            untrained
-                .iter()
-                .map(|&i| 100.0 * (1.0 - norm_after[i] / tr.norm_before[i]))
-                .sum::<f64>()
-                / untrained.len() as f64
+    let positions = tr
+        .model
+        .pos
+        .learned()
+        .zip(tr.trained_rows.as_ref())
+        .map(|(table, trained)| {
+            let norm_after = row_norms(table);
+            let untrained: Vec<usize> = (0..trained.len()).filter(|&i| !trained[i]).collect();
+            let untrained_shrink_pct = (!untrained.is_empty()).then(|| {
+                untrained
+                    .iter()
+                    .map(|&i| 100.0 * (1.0 - norm_after[i] / tr.norm_before[i]))
+                    .sum::<f64>()
+                    / untrained.len() as f64
+            });
+            PositionTable {
+                rows: trained.len(),
+                trained_rows: trained.iter().filter(|&&b| b).count(),
+                first_untrained: untrained.first().copied(),
+                norm_before: tr.norm_before.clone(),
+                norm_after,
+                trained: trained.clone(),
+                untrained_shrink_pct,
+            }
         });
-        PositionTable {
-            rows: trained.len(),
-            trained_rows: trained.iter().filter(|&&b| b).count(),
-            first_untrained: untrained.first().copied(),
-            norm_before: tr.norm_before.clone(),
-            norm_after,
-            trained: trained.clone(),
-            untrained_shrink_pct,
-        }
-    });
     let coverage = (d.min_len..=d.max_len)
         .map(|len| {
             let possible = 10f64.powi(len as i32);

@@ -16,8 +16,8 @@ pub mod position;
 pub use crate::config::{
     Activation, AttnOptions, ModelConfig, NormPlacement, PositionEncoding, SoftmaxAxis,
 };
-use position::{Positions, Rope};
 pub use attention::attention;
+use position::{Positions, Rope};
 use std::sync::Mutex;
 use tch::{nn, nn::Module, Tensor};
 
