@@ -152,7 +152,10 @@ impl PositionEncoding {
 
     /// Whether a vector is added to each token before the first block.
     pub fn adds_vectors(self) -> bool {
-        matches!(self, PositionEncoding::Learned | PositionEncoding::Sinusoidal)
+        matches!(
+            self,
+            PositionEncoding::Learned | PositionEncoding::Sinusoidal
+        )
     }
 }
 
@@ -232,9 +235,9 @@ impl ModelConfig {
         self.d_model / self.n_heads
     }
 
-    /// What of this model the page's widget (`static/widget/`) cannot run, in words, or
-    /// `None` when it can: its JavaScript model has learned positions, pre-norm blocks and
-    /// GELU, with every attention switch.
+    /// What of this model differs from the chapter's block in words, or `None` when
+    /// nothing does: the page's widget (`static/widget/`) runs, and the block diagram draws,
+    /// learned positions, pre-norm blocks and GELU, with every attention switch.
     pub fn widget_cannot_run(&self) -> Option<String> {
         let mut what = Vec::new();
         if self.position_encoding != PositionEncoding::Learned {

@@ -5,6 +5,7 @@
 
 use super::theme::{de, render, text_style, Area, PALETTE};
 use super::{drawn, Figure, Svg};
+use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
 use crate::book::kinds::{single, RunData};
 use revtx_spec::experiments::RunConfig;
@@ -20,7 +21,20 @@ pub struct Spec {}
 impl Figure for Spec {
     fn draw(&self, runs: &[RunData]) -> Result<Svg, Diagnostic> {
         let run = single(runs, "block-diagram")?;
-        drawn(block_diagram(&run.first().config))
+        let config = &run.first().config;
+        // The diagram draws the chapter's pre-norm block with learned positions and GELU;
+        // another choice would be drawn wrongly, so it is refused, naming the choice.
+        if let Some(what) = config.model.widget_cannot_run() {
+            return Err(Diagnostic::error(
+                Code::Figure,
+                None,
+                format!(
+                    "a block diagram draws the pre-norm block with learned positions and GELU, and `{}` has {what}",
+                    run.id
+                ),
+            ));
+        }
+        drawn(block_diagram(config))
     }
 }
 
