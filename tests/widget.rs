@@ -384,7 +384,14 @@ fn widget_exports_models_that_round_trip() {
         assert_eq!(m["train_lengths"], serde_json::json!([3, 8]));
         assert_eq!(
             m["first_untrained"],
-            serde_json::to_value(train.positions.first_untrained).unwrap()
+            serde_json::to_value(
+                train
+                    .positions
+                    .as_ref()
+                    .expect("a learned table")
+                    .first_untrained
+            )
+            .unwrap()
         );
         assert_eq!(m["attention"]["input"], train.attention.input.as_str());
 

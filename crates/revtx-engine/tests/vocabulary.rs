@@ -17,6 +17,13 @@ use revtx_engine::trig;
 use tch::nn::OptimizerConfig;
 use tch::{nn, Kind, Tensor};
 
+/// Normal draws from libtorch's generator, holding its lock: `model::init` seeds and draws
+/// under it, and a draw from another test between the two would change its weights.
+fn randn(shape: impl Into<Vec<i64>>) -> Tensor {
+    let _g = model::TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+    Tensor::randn(shape.into(), (Kind::Float, tch::Device::Cpu))
+}
+
 #[test]
 fn trig_matches_libm_to_a_few_ulps() {
     assert_eq!(trig::LN_10000, 10000f64.ln());
@@ -63,8 +70,8 @@ fn rope_scores_depend_only_on_the_offset() {
     common::book_mode();
     let (t, heads, d_k) = (12, 2, 8);
     let rope = position::Rope::new(24, d_k);
-    let q1 = Tensor::randn([1, 1, heads, d_k], (Kind::Float, tch::Device::Cpu));
-    let k1 = Tensor::randn([1, 1, heads, d_k], (Kind::Float, tch::Device::Cpu));
+    let q1 = randn([1, 1, heads, d_k]);
+    let k1 = randn([1, 1, heads, d_k]);
     // The same query and key at every position.
     let q = q1.expand([1, t, heads, d_k], false).contiguous();
     let k = k1.expand([1, t, heads, d_k], false).contiguous();
@@ -81,11 +88,16 @@ fn rope_scores_depend_only_on_the_offset() {
         }
     }
     // A rotation keeps every vector's length, and position 0 is not turned at all.
-    let lengths = |x: &Tensor| x.square().sum_dim_intlist([-1i64].as_slice(), false, Kind::Float);
+    let lengths = |x: &Tensor| {
+        x.square()
+            .sum_dim_intlist([-1i64].as_slice(), false, Kind::Float)
+    };
     assert!(lengths(&rq).allclose(&lengths(&q), 1e-5, 1e-5, false));
     assert!(rq.narrow(1, 0, 1).equal(&q.narrow(1, 0, 1)));
     // and it does turn the others.
-    assert!(!rq.narrow(1, 1, 1).allclose(&q.narrow(1, 1, 1), 1e-3, 1e-3, false));
+    assert!(!rq
+        .narrow(1, 1, 1)
+        .allclose(&q.narrow(1, 1, 1), 1e-3, 1e-3, false));
 }
 
 /// Ours is libtorch's `relu` to the bit, forward and backward, with one decision about
@@ -95,19 +107,26 @@ fn rope_scores_depend_only_on_the_offset() {
 #[test]
 fn relu_is_libtorchs_to_the_bit_forward_and_back() {
     common::book_mode();
-    let x = Tensor::randn([257, 33], (Kind::Float, tch::Device::Cpu)) * 3.0;
+    let x = randn([257, 33]) * 3.0;
     let _ = x.narrow(0, 0, 1).fill_(-0.0); // a row of negative zeros
     let _ = x.narrow(0, 1, 1).fill_(0.0); // and of positive ones
     let x = x.set_requires_grad(true);
-    let g = Tensor::randn([257, 33], (Kind::Float, tch::Device::Cpu));
+    let g = randn([257, 33]);
     let ours = common::grads_and_output(&kernels::relu(&x), &g, &[&x]);
     let theirs = common::grads_and_output(&x.relu(), &g, &[&x]);
     let (grad, out) = (&ours[0], &ours[1]);
-    assert_eq!(common::differing_bits(&common::floats(grad), &common::floats(&theirs[0])), 0);
+    assert_eq!(
+        common::differing_bits(&common::floats(grad), &common::floats(&theirs[0])),
+        0
+    );
     let (a, b) = (common::floats(out), common::floats(&theirs[1]));
-    let differ: Vec<usize> = (0..a.len()).filter(|&i| a[i].to_bits() != b[i].to_bits()).collect();
+    let differ: Vec<usize> = (0..a.len())
+        .filter(|&i| a[i].to_bits() != b[i].to_bits())
+        .collect();
     assert_eq!(differ, (0..33).collect::<Vec<_>>(), "only the row of -0");
-    assert!(differ.iter().all(|&i| a[i].to_bits() == 0 && b[i].to_bits() == 0x8000_0000));
+    assert!(differ
+        .iter()
+        .all(|&i| a[i].to_bits() == 0 && b[i].to_bits() == 0x8000_0000));
     assert!(a.iter().zip(&b).all(|(x, y)| x == y), "equal as numbers");
 }
 
@@ -161,7 +180,10 @@ fn trained(rule: Rule, theirs: Option<&dyn Fn(&nn::VarStore) -> nn::Optimizer>) 
 fn agree(ours: &[f32], theirs: &[f32], what: &str) {
     assert_eq!(ours.len(), 40);
     for (a, b) in ours.iter().zip(theirs) {
-        assert!((a - b).abs() <= 1e-5 * (1.0 + b.abs()), "{what}: {a} vs {b}");
+        assert!(
+            (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
+            "{what}: {a} vs {b}"
+        );
     }
 }
 
@@ -296,7 +318,11 @@ fn choices_do_not_disturb_what_comes_before_them() {
         m.tok.ws.copy()
     };
     let learned = tok(PositionEncoding::Learned);
-    for kind in [PositionEncoding::Sinusoidal, PositionEncoding::Rope, PositionEncoding::None] {
+    for kind in [
+        PositionEncoding::Sinusoidal,
+        PositionEncoding::Rope,
+        PositionEncoding::None,
+    ] {
         assert!(tok(kind).equal(&learned), "{kind:?}");
     }
 }
@@ -311,8 +337,59 @@ fn fused_attention_agrees_with_the_reference_under_rope() {
     let idx = Tensor::from_slice(&[4i64, 1, 7, 10, 7, 1, 4]).view([1, -1]);
     let (s, w) = tch::no_grad(|| m.raw_scores(&idx));
     assert_eq!((s.len(), w.len()), (2, 2));
-    let mha = model::MultiHeadAttention::new(nn::VarStore::new(tch::Device::Cpu).root(), &cfg);
-    let x = Tensor::randn([2, 7, 64], (Kind::Float, tch::Device::Cpu));
+    let mha = {
+        let _g = model::TORCH_RNG.lock().unwrap_or_else(|e| e.into_inner());
+        model::MultiHeadAttention::new(nn::VarStore::new(tch::Device::Cpu).root(), &cfg)
+    };
+    let x = randn([2, 7, 64]);
     let ((y1, w1), (y2, w2)) = tch::no_grad(|| (mha.forward(&x), mha.reference(&x)));
     assert!(common::close(&y1, &y2) && common::close(&w1, &w2));
+}
+
+/// Every choice's model, forward and backward, gives the same bits under every kernel
+/// width this machine has (AVX2, and AVX-512 where present): logits, and the gradient of
+/// every parameter.
+#[test]
+fn every_choice_computes_the_same_bits_at_every_kernel_width() {
+    type Choice = (&'static str, fn(&mut ModelConfig));
+    common::book_mode();
+    let choices: [Choice; 7] = [
+        ("chapter", |_| {}),
+        ("sinusoidal", |c| {
+            c.position_encoding = PositionEncoding::Sinusoidal;
+        }),
+        ("rope", |c| c.position_encoding = PositionEncoding::Rope),
+        ("none", |c| c.position_encoding = PositionEncoding::None),
+        ("post", |c| c.norm = NormPlacement::Post),
+        ("no norm", |c| c.norm = NormPlacement::None),
+        ("relu", |c| c.activation = Activation::Relu),
+    ];
+    let idx = Tensor::from_slice(&[1i64, 2, 3, 4, 10, 4, 3, 2, 1, 11]).repeat([3, 1]);
+    let widest = *common::widths().last().expect("AVX2 at least");
+    for (name, edit) in choices {
+        let mut cfg = ModelConfig::chapter();
+        edit(&mut cfg);
+        let bits: Vec<Vec<u32>> = common::widths()
+            .into_iter()
+            .map(|k| {
+                assert_eq!(kernels::use_isa(Some(k)), k);
+                let (vs, m) = model::init(&cfg, 3);
+                let (logits, _) = m.forward(&idx);
+                (&logits * &logits).sum(Kind::Float).backward();
+                let mut vars = vs.variables().into_iter().collect::<Vec<_>>();
+                vars.sort_by(|a, b| a.0.cmp(&b.0));
+                let mut all = common::floats(&logits);
+                for (_, t) in &vars {
+                    all.extend(common::floats(&t.grad()));
+                }
+                all.iter().map(|x| x.to_bits()).collect()
+            })
+            .collect();
+        assert!(
+            bits.iter().all(|b| *b == bits[0]),
+            "{name}: the widths differ"
+        );
+        assert!(bits[0].len() > 100_000, "{name}: logits and every gradient");
+    }
+    assert_eq!(kernels::use_isa(None), widest);
 }

@@ -265,6 +265,10 @@ impl RunConfig {
     /// Every way this config cannot run, each with the key it is about (`model.positions`,
     /// the key whose value to change) and a message naming the fields: the compiler
     /// reports each at that key of the run block before anything trains.
+    #[allow(
+        clippy::too_many_lines,
+        reason = "one check per key, in the order of the config's fields"
+    )]
     pub fn problems(&self) -> Vec<(&'static str, &'static str)> {
         let (m, d, t, e) = (&self.model, &self.data, &self.train, &self.eval);
         let mut out = Vec::new();
