@@ -2,7 +2,7 @@
 //! the left (`smooth`, default 25 steps) and exact match by string length on the right.
 
 use super::alt::{describe_lengths, fmt_loss, fmt_pct, fmt_step, plural, run_name, summarize};
-use super::loss::draw_log_panel;
+use super::loss::{draw_log_panel, LOSS};
 use super::theme::{clean_points, de, mesh, render, text_style, Area, Line, FONT, PALETTE};
 use super::{drawn, smoothed, Bars, Figure, Series, Svg};
 use crate::book::diag::Diagnostic;
@@ -277,7 +277,7 @@ pub fn fault_comparison(curves: &[Series], bars: &[Bars]) -> Result<Svg, String>
         draw_legend(root, &entries, &rows, width)?;
         let (_, body) = root.split_vertically(legend_h);
         let (left, right) = body.split_horizontally(width * 53 / 100);
-        draw_log_panel(&left, &lines, "smoothed training loss", false)?;
+        draw_log_panel(&left, &lines, "smoothed training loss", false, LOSS.axis)?;
         draw_bar_panel(&right, &colored_bars, &lengths)
     })
 }

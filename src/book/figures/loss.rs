@@ -1,5 +1,7 @@
 //! `kind = "loss"`: training loss at every step (or a running mean, `smooth = N`) of one
-//! or more runs, on a log scale. Its log panel is also the left half of `faults`.
+//! or more runs, on a log scale; `series = "grad_norm"` or `"lr"` draws the gradient norm
+//! or the learning rate of every step instead. Its log panel is also the left half of
+//! `faults`.
 
 use super::alt::{fmt_log_tick, fmt_loss, fmt_step, run_name, summarize, trend};
 use super::theme::{clean_points, de, mesh, render, Area, Line, FONT, PALETTE};
@@ -18,25 +20,99 @@ pub struct Spec {
     /// Running-mean window; unsmoothed when absent or 1.
     #[serde(default)]
     pub smooth: Option<usize>,
+    /// What is drawn at every step: the loss (the default), the gradient norm or the rate.
+    #[serde(default)]
+    pub series: PerStep,
 }
+
+/// A quantity every training step records.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PerStep {
+    /// `train.losses`.
+    #[default]
+    Loss,
+    /// `train.grad_norm`: the norm of all gradients, before clipping.
+    GradNorm,
+    /// `train.lr`: the learning rate the step used.
+    Lr,
+}
+
+impl PerStep {
+    fn values(self, t: &revtx_spec::result::TrainResult) -> &[f64] {
+        match self {
+            PerStep::Loss => &t.losses,
+            PerStep::GradNorm => &t.grad_norm,
+            PerStep::Lr => &t.lr,
+        }
+    }
+
+    /// What the values are, for the axis and the alt text.
+    fn measure(self) -> Measure {
+        match self {
+            PerStep::Loss => LOSS,
+            PerStep::GradNorm => Measure {
+                noun: "Gradient norm",
+                title: "gradient norm",
+                axis: "gradient norm (log scale)",
+            },
+            PerStep::Lr => Measure {
+                noun: "Learning rate",
+                title: "learning rate",
+                axis: "learning rate (log scale)",
+            },
+        }
+    }
+}
+
+/// How a curve's values are named: in the alt text, the title and the y axis.
+#[derive(Clone, Copy, Debug)]
+pub struct Measure {
+    pub noun: &'static str,
+    pub title: &'static str,
+    pub axis: &'static str,
+}
+
+/// The training loss.
+pub const LOSS: Measure = Measure {
+    noun: "Training loss",
+    title: "training loss",
+    axis: "loss (log scale)",
+};
 
 impl Figure for Spec {
     fn draw(&self, runs: &[RunData]) -> Result<Svg, Diagnostic> {
         let mut series = Vec::new();
         for run in runs {
             let t = run.train("this figure")?;
+            let values = self.series.values(t);
+            if values.is_empty() {
+                return Err(Diagnostic::error(
+                    crate::book::codes::Code::Figure,
+                    None,
+                    format!(
+                        "run `{}` recorded no {} (its result predates them)",
+                        run.id,
+                        self.series.measure().title
+                    ),
+                ));
+            }
             series.push(match self.smooth {
-                Some(w) if w > 1 => smoothed(run.label, &t.losses, w),
+                Some(w) if w > 1 => smoothed(run.label, values, w),
                 _ => Series {
                     label: run.label.to_string(),
                     points: (1..)
-                        .zip(&t.losses)
+                        .zip(values)
+                        // A rate of zero (the end of a decay to 0) has no place on a log
+                        // axis: it is left out rather than drawn at the floor.
+                        .filter(|(_, &v)| self.series != PerStep::Lr || v > 0.0)
                         .map(|(i, &v)| (f64::from(i), v))
                         .collect(),
                 },
             });
         }
-        drawn(loss_curve(&series, "training loss"))
+        let m = self.series.measure();
+        drawn(curve(&series, m.title, m))
     }
 }
 
@@ -46,6 +122,7 @@ pub(super) fn draw_log_panel(
     lines: &[Line],
     caption: &str,
     legend: bool,
+    axis: &str,
 ) -> Result<(), String> {
     let (mut xmin, mut xmax) = (f64::INFINITY, f64::NEG_INFINITY);
     let (mut ymin, mut ymax) = (f64::INFINITY, f64::NEG_INFINITY);
@@ -81,7 +158,7 @@ pub(super) fn draw_log_panel(
     let mut chart = builder.build_cartesian_2d(xmin..xmax, lo..hi).map_err(de)?;
     mesh(&mut chart)
         .x_desc("training step")
-        .y_desc("loss (log scale)")
+        .y_desc(axis)
         .x_labels(8)
         .y_labels(decades + 1)
         .x_max_light_lines(1)
@@ -135,11 +212,12 @@ pub(super) fn draw_log_panel(
     Ok(())
 }
 
-fn loss_alt(series: &[Series], lines: &[Line]) -> String {
+fn loss_alt(series: &[Series], lines: &[Line], m: Measure) -> String {
     if let [line] = lines {
         if let Some(s) = summarize(&line.points) {
             return format!(
-                "Training loss of {} over {} steps on a log scale: {}; lowest {}.",
+                "{} of {} over {} steps on a log scale: {}; lowest {}.",
+                m.noun,
                 run_name(line.label),
                 fmt_step(s.last.0),
                 trend(&s, "at the end"),
@@ -160,7 +238,8 @@ fn loss_alt(series: &[Series], lines: &[Line]) -> String {
         })
         .collect();
     format!(
-        "Training loss of {} runs on a log scale: {}.",
+        "{} of {} runs on a log scale: {}.",
+        m.noun,
         series.len(),
         parts.join("; ")
     )
@@ -173,6 +252,11 @@ fn loss_alt(series: &[Series], lines: &[Line]) -> String {
 /// non-empty; it is not part of the alt text. Returns `Err` when no series has
 /// a finite point. The SVG is 720×360 in user units.
 pub fn loss_curve(series: &[Series], title: &str) -> Result<Svg, String> {
+    curve(series, title, LOSS)
+}
+
+/// `loss_curve` for any per-step measure `m`.
+pub fn curve(series: &[Series], title: &str, m: Measure) -> Result<Svg, String> {
     let lines: Vec<Line> = series
         .iter()
         .enumerate()
@@ -185,9 +269,9 @@ pub fn loss_curve(series: &[Series], title: &str) -> Result<Svg, String> {
     if lines.iter().all(|l| l.points.is_empty()) {
         return Err("loss_curve: no finite (step, loss) points to plot".to_string());
     }
-    let alt = loss_alt(series, &lines);
+    let alt = loss_alt(series, &lines, m);
     render(LOSS_SIZE, alt, |root| {
-        draw_log_panel(root, &lines, title, lines.len() > 1)
+        draw_log_panel(root, &lines, title, lines.len() > 1, m.axis)
     })
 }
 
