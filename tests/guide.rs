@@ -252,6 +252,8 @@ fn the_run_key_table_lists_every_config_field() {
     cfg.model.position_encoding = PositionEncoding::Rope;
     cfg.model.norm = NormPlacement::Post;
     cfg.model.activation = Activation::Relu;
+    cfg.model.norm_kind = revtx_spec::config::NormKind::Rms;
+    cfg.data.task = revtx_spec::task::Task::Sort;
     let mut code = Vec::new();
     leaves(&serde_json::to_value(&cfg).unwrap(), "", &mut code);
     let text = chapter("runs.md");
@@ -309,6 +311,8 @@ fn default_of(key: &str) -> serde_json::Value {
         "model.position_encoding" => serde_json::json!(c.model.position_encoding),
         "model.norm" => serde_json::json!(c.model.norm),
         "model.activation" => serde_json::json!(c.model.activation),
+        "model.norm_kind" => serde_json::json!(c.model.norm_kind),
+        "data.task" => serde_json::json!(c.data.task),
         _ => serde_json::Value::Null,
     }
 }
@@ -318,9 +322,9 @@ fn default_of(key: &str) -> serde_json::Value {
 /// is listed, and then this test wants it in the guide.
 #[test]
 fn the_run_key_table_names_every_value_of_every_choice() {
-    use revtx_spec::config::{Activation, NormPlacement, PositionEncoding, SoftmaxAxis};
+    use revtx_spec::config::{Activation, NormKind, NormPlacement, PositionEncoding, SoftmaxAxis};
     use revtx_spec::experiments::{Decay, Optimizer, RunKind};
-    use revtx_spec::task::Targets;
+    use revtx_spec::task::{Targets, Task};
     fn names<T: serde::Serialize>(all: &[T]) -> Vec<String> {
         all.iter()
             .map(|v| {
@@ -342,9 +346,11 @@ fn the_run_key_table_names_every_value_of_every_choice() {
         ("kind", every!(RunKind: Train, WorkedExample, DotVariance)),
         (
             "model.position_encoding",
-            every!(PositionEncoding: Learned, Sinusoidal, Rope, None),
+            every!(PositionEncoding: Learned, Sinusoidal, Rope, Alibi, None),
         ),
         ("model.norm", every!(NormPlacement: Pre, Post, None)),
+        ("model.norm_kind", every!(NormKind: Layer, Rms)),
+        ("data.task", every!(Task: Reverse, Copy, Sort)),
         ("model.activation", every!(Activation: Gelu, Relu)),
         ("model.attn.softmax", every!(SoftmaxAxis: Keys, Queries)),
         ("data.targets", every!(Targets: Answer, AllPositions)),

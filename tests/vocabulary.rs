@@ -53,26 +53,31 @@ fn every_choice_runs_and_does_what_its_key_says() {
     opts.deny_warnings = true;
     let o = revtx_book::book::build(&opts);
     assert_eq!(o.errors(), 0, "{:?}", located(&o));
-    assert_eq!(o.counts.checked, 7, "the seven quoted parameter counts");
+    assert_eq!(o.counts.checked, 9, "the nine quoted parameter counts");
+    assert_eq!(
+        o.counts.figures, 2,
+        "the gradient norms and the rates, drawn"
+    );
     let all = results(&p);
-    assert_eq!(all.len(), 10, "ten runs, one result each");
+    assert_eq!(all.len(), 15, "fifteen runs, one result each");
 
     // Positions: only a learned table is recorded; the others train none.
-    // The base: the one run that sets none of the choices.
+    // The base: the one run of 30 steps that sets none of the choices.
     let plain: Vec<_> = all
         .iter()
         .filter(|r| {
             let (m, t) = (&r["config"]["model"], &r["config"]["train"]);
-            ["position_encoding", "norm", "activation"]
+            ["position_encoding", "norm", "norm_kind", "activation"]
                 .iter()
                 .all(|k| m.get(k).is_none())
                 && ["optimizer", "clip"].iter().all(|k| t.get(k).is_none())
+                && t["steps"] == 30
         })
         .collect();
     assert_eq!(plain.len(), 1);
     let base = plain[0];
     assert!(base["train"]["positions"]["rows"] == 25);
-    for kind in ["sinusoidal", "rope", "none"] {
+    for kind in ["sinusoidal", "rope", "alibi", "none"] {
         let r = the(&all, "/config/model/position_encoding", &kind.into());
         assert_eq!(r["params"], 101_644, "{kind}");
         assert!(
@@ -94,12 +99,44 @@ fn every_choice_runs_and_does_what_its_key_says() {
         "relu changed the model"
     );
 
+    let rms = the(&all, "/config/model/norm_kind", &"rms".into());
+    assert_eq!(rms["params"], 102_924);
+
     // Every run records a rate and a gradient norm per step, all finite and positive.
     for r in &all {
+        let steps = usize::try_from(r["config"]["train"]["steps"].as_u64().unwrap()).unwrap();
         let norms = floats(&r["train"]["grad_norm"]);
-        assert_eq!(norms.len(), 30);
+        assert_eq!(norms.len(), steps);
         assert!(norms.iter().all(|n| n.is_finite() && *n > 0.0), "{norms:?}");
-        assert_eq!(floats(&r["train"]["lr"]).len(), 30);
+        assert_eq!(floats(&r["train"]["lr"]).len(), steps);
+    }
+
+    // Each task's test strings decode to its own answers: every output of the copying
+    // model that counts as correct is its input, and the sorting model's are sorted.
+    for (task, answer) in [
+        ("copy", (|s: &str| s.to_string()) as fn(&str) -> String),
+        ("sort", |s: &str| {
+            let mut v: Vec<char> = s.chars().collect();
+            v.sort_unstable();
+            v.into_iter().collect()
+        }),
+    ] {
+        let t = &the(&all, "/config/data/task", &task.into())["train"]["test"];
+        let (inputs, outputs) = (
+            t["inputs"].as_array().unwrap(),
+            t["outputs"].as_array().unwrap(),
+        );
+        let right = inputs
+            .iter()
+            .zip(outputs)
+            .filter(|(i, o)| answer(i.as_str().unwrap()) == o.as_str().unwrap())
+            .count();
+        assert_eq!(
+            right,
+            usize::try_from(t["correct"].as_u64().unwrap()).unwrap(),
+            "{task}"
+        );
+        assert!(right >= 90, "{task}: {right} of 100");
     }
 
     // Clipping: the same run without the clip has the same first gradient (same seed,

@@ -1,8 +1,9 @@
-//! The reversal task: strings of letters, their encoding as token sequences, and targets.
+//! The tasks' data: strings of letters, their encoding as token sequences, and targets.
 //!
-//! A sequence is the string, a separator, then the string reversed, padded to a fixed
-//! length. The model is trained to predict the next token from the separator on; every
-//! other position gets the ignore label. The alphabet itself is `revtx_spec::task`.
+//! A sequence is the string, a separator, then the task's answer (the string reversed, in
+//! the chapter), padded to a fixed length. The model is trained to predict the next token
+//! from the separator on; every other position gets the ignore label. The alphabet and
+//! the tasks themselves are `revtx_spec::task`.
 
 use crate::rng::Rng;
 
@@ -25,19 +26,25 @@ pub fn sample_strings(rng: &mut Rng, n: usize, lo: usize, hi: usize) -> Vec<Lett
 ///
 /// ```text
 /// position:  0 .. L-1   L     L+1 .. 2L     2L+1 ..
-/// input:     string     |     reversed      . . .
-/// target:    _ .. _     r0    r1 .. _       _ _ _      (target[t] = input[t+1])
+/// input:     string     |     answer        . . .
+/// target:    _ .. _     a0    a1 .. _       _ _ _      (target[t] = input[t+1])
 /// ```
-pub fn encode(s: &[u8], seq_len: usize, targets: Targets, offset: usize) -> (Vec<i64>, Vec<i64>) {
+pub fn encode(
+    s: &[u8],
+    task: Task,
+    seq_len: usize,
+    targets: Targets,
+    offset: usize,
+) -> (Vec<i64>, Vec<i64>) {
     let l = s.len();
     assert!(
         offset + 2 * l < seq_len,
         "string of {l} letters at offset {offset} does not fit in {seq_len} positions"
     );
     let mut x = vec![PAD; seq_len];
-    for (i, &c) in s.iter().enumerate() {
+    for (i, (&c, a)) in s.iter().zip(task.answer(s)).enumerate() {
         x[offset + i] = c as i64;
-        x[offset + 2 * l - i] = c as i64;
+        x[offset + l + 1 + i] = a as i64;
     }
     x[offset + l] = SEP;
     let first = match targets {
@@ -45,7 +52,7 @@ pub fn encode(s: &[u8], seq_len: usize, targets: Targets, offset: usize) -> (Vec
         Targets::AllPositions => offset,
     };
     let mut y = vec![IGNORE; seq_len];
-    // The last reversed letter sits at offset + 2L and has no next token to predict.
+    // The answer's last letter sits at offset + 2L and has no next token to predict.
     let last = offset + 2 * l;
     y[first..last].copy_from_slice(&x[first + 1..last + 1]);
     (x, y)
@@ -65,8 +72,8 @@ pub struct Batch {
 pub fn training_batch(
     rng: &mut Rng,
     size: usize,
-    lo: usize,
-    hi: usize,
+    (lo, hi): (usize, usize),
+    task: Task,
     seq_len: usize,
     targets: Targets,
     random_offset: bool,
@@ -82,7 +89,7 @@ pub fn training_batch(
         } else {
             0
         };
-        let (xs, ys) = encode(s, seq_len, targets, offset);
+        let (xs, ys) = encode(s, task, seq_len, targets, offset);
         x.extend(xs);
         y.extend(ys);
     }

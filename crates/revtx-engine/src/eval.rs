@@ -1,7 +1,7 @@
 //! Evaluation of a trained model: greedy decoding, exact-match accuracy by length, and
 //! the attention weights of one named input.
 
-use crate::data::{self, Letters, SEP};
+use crate::data::{self, Letters, Task, SEP};
 use crate::model::Transformer;
 use crate::result::{AttentionMap, AttnStats, Eval, LengthEval, Strongest};
 use std::collections::{BTreeMap, HashSet};
@@ -37,13 +37,13 @@ pub fn greedy(model: &Transformer, strings: &[Letters]) -> Vec<Vec<i64>> {
     out
 }
 
-/// Exact match of greedy reversals, by length, with the unseen-string count.
-pub fn exact_match(model: &Transformer, set: &[Letters], seen: &HashSet<u64>) -> Eval {
+/// Exact match of greedy answers to `task`, by length, with the unseen-string count.
+pub fn exact_match(model: &Transformer, task: Task, set: &[Letters], seen: &HashSet<u64>) -> Eval {
     let outs = greedy(model, set);
     let mut by_len: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
     let (mut unseen, mut unseen_correct, mut misses) = (0, 0, Vec::new());
     for (s, o) in set.iter().zip(&outs) {
-        let want: Vec<i64> = s.iter().rev().map(|&c| c as i64).collect();
+        let want: Vec<i64> = task.answer(s).iter().map(|&c| c as i64).collect();
         let ok = *o == want;
         let e = by_len.entry(s.len()).or_default();
         e.0 += ok as usize;
@@ -83,11 +83,11 @@ pub fn exact_match(model: &Transformer, set: &[Letters], seen: &HashSet<u64>) ->
     }
 }
 
-/// The weights of every layer and head for `input` followed by its true reversal.
-pub fn attention_map(model: &Transformer, input: &str) -> AttentionMap {
+/// The weights of every layer and head for `input` followed by its true answer.
+pub fn attention_map(model: &Transformer, task: Task, input: &str) -> AttentionMap {
     let s = data::parse_letters(input).unwrap();
     let l = s.len();
-    let (x, _) = data::encode(&s, 2 * l + 1 + 1, data::Targets::Answer, 0);
+    let (x, _) = data::encode(&s, task, 2 * l + 1 + 1, data::Targets::Answer, 0);
     let tokens: Vec<i64> = x[..2 * l + 1].to_vec();
     let (_, ws) = model.forward(&Tensor::from_slice(&tokens).view([1, -1]));
     let names: Vec<String> = tokens
@@ -149,16 +149,21 @@ pub fn attention_map(model: &Transformer, input: &str) -> AttentionMap {
     }
 }
 
-/// How peaked attention is on `strings`, each teacher-forced with its reversal: per layer,
+/// How peaked attention is on `strings`, each teacher-forced with its answer: per layer,
 /// the spread of the raw scores and the mean largest weight and entropy of the rows.
 /// Only real tokens count, and only rows that see at least two keys.
-pub fn attention_stats(model: &Transformer, strings: &[Letters], causal: bool) -> AttnStats {
+pub fn attention_stats(
+    model: &Transformer,
+    task: Task,
+    strings: &[Letters],
+    causal: bool,
+) -> AttnStats {
     let lens: Vec<i64> = strings.iter().map(|s| 2 * s.len() as i64 + 1).collect();
     let width = lens.iter().copied().max().unwrap_or(1);
     let rows: Vec<i64> = strings
         .iter()
         .flat_map(|s| {
-            data::encode(s, width as usize + 1, data::Targets::Answer, 0).0[..width as usize]
+            data::encode(s, task, width as usize + 1, data::Targets::Answer, 0).0[..width as usize]
                 .to_vec()
         })
         .collect();

@@ -202,8 +202,9 @@ fn subnormals(d: &mut BTreeMap<String, String>) {
 }
 
 /// The operations of the run keys beyond the chapter's: the fixed position tables (their
-/// sines, cosines and exponentials are `trig`'s), rotary positions forward and backward,
-/// ReLU forward and backward, Adam, SGD with momentum, and the gradient norm with clipping.
+/// sines, cosines and exponentials are `trig`'s), rotary positions, ReLU, RMS norm and
+/// ALiBi's biased attention, forward and backward; Adam, SGD with momentum, and the
+/// gradient norm with clipping.
 fn vocabulary(d: &mut BTreeMap<String, String>) {
     use crate::optim::{Optim, Rule};
     d.insert(
@@ -223,6 +224,46 @@ fn vocabulary(d: &mut BTreeMap<String, String>) {
         (&y * fixed(&[1088, 256], 25)).sum(Kind::Float).backward();
         d.insert("relu".into(), digest(&y));
         d.insert("relu_grad".into(), digest(&x.grad()));
+    }
+    {
+        let x = (fixed(&[1088, 64], 28) * 3.0).set_requires_grad(true);
+        let cfg = crate::config::ModelConfig {
+            norm_kind: crate::config::NormKind::Rms,
+            ..crate::config::ModelConfig::chapter()
+        };
+        let norm = model::norm::new(nn::VarStore::new(tch::Device::Cpu).root(), &cfg);
+        let y = x.apply(&norm);
+        (&y * fixed(&[1088, 64], 29)).sum(Kind::Float).backward();
+        d.insert("rms_norm".into(), digest(&y));
+        d.insert("rms_norm_grad".into(), digest(&x.grad()));
+    }
+    {
+        let (q, k, v) = (
+            fixed(&[64, 2, 17, 32], 30).set_requires_grad(true),
+            fixed(&[64, 2, 17, 32], 31).set_requires_grad(true),
+            fixed(&[64, 2, 17, 32], 32).set_requires_grad(true),
+        );
+        let bias = model::position::alibi_bias(2, 17);
+        let (y, w) = model::attention::biased_attention(
+            &(&q * 8.0),
+            &k,
+            &v,
+            &bias,
+            model::AttnOptions::default(),
+        );
+        (&y * fixed(&[64, 2, 17, 32], 33))
+            .sum(Kind::Float)
+            .backward();
+        d.insert(
+            "alibi".into(),
+            digest(&Tensor::cat(&[y.view([-1]), w.view([-1])], 0)),
+        );
+        let grads = [
+            q.grad().view([-1]),
+            k.grad().view([-1]),
+            v.grad().view([-1]),
+        ];
+        d.insert("alibi_grad".into(), digest(&Tensor::cat(&grads, 0)));
     }
     let sgd = Rule::Sgd { momentum: 0.9 };
     let adam = Rule::Adam {

@@ -136,7 +136,7 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
     let seq_len = m.positions as usize;
     let (vs, model) = model::init(m, seed);
     let initial_attention =
-        tch::no_grad(|| eval::attention_stats(&model, &probe_strings(cfg), m.attn.causal));
+        tch::no_grad(|| eval::attention_stats(&model, d.task, &probe_strings(cfg), m.attn.causal));
     let mut opt = optim::Optim::of(&vs, t)?;
     let pos_table = model.pos.learned().map(Tensor::shallow_clone);
     let norm_before = pos_table.as_ref().map(row_norms).unwrap_or_default();
@@ -161,8 +161,8 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
         let batch = data::training_batch(
             &mut rng,
             t.batch_size,
-            d.min_len,
-            d.max_len,
+            (d.min_len, d.max_len),
+            d.task,
             seq_len,
             d.targets,
             d.random_offset,
@@ -198,12 +198,7 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
         opt.zero_grad();
         loss.backward();
         if let Some(table) = &pos_table {
-            let grad_rows = table
-                .grad()
-                .abs()
-                .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
-                .gt(0.0);
-            trained = trained.logical_or(&grad_rows);
+            trained = trained.logical_or(&rows_with_gradient(table));
         }
         let norm = opt.grad_norm();
         grad_norms.push(norm);
@@ -273,11 +268,16 @@ fn summarise(cfg: &RunConfig, tr: &Trained) -> TrainResult {
             .zip(outs.iter().map(|o| data::tokens_to_string(o)))
             .collect();
         (
-            eval::exact_match(&tr.model, &test_set, &tr.seen),
-            eval::exact_match(&tr.model, &long_set, &tr.seen),
+            eval::exact_match(&tr.model, d.task, &test_set, &tr.seen),
+            eval::exact_match(&tr.model, d.task, &long_set, &tr.seen),
             decodes,
-            eval::attention_map(&tr.model, &e.attention_input),
-            eval::attention_stats(&tr.model, &probe_strings(cfg), cfg.model.attn.causal),
+            eval::attention_map(&tr.model, d.task, &e.attention_input),
+            eval::attention_stats(
+                &tr.model,
+                d.task,
+                &probe_strings(cfg),
+                cfg.model.attn.causal,
+            ),
         )
     });
 
@@ -396,6 +396,15 @@ fn example(b: &data::Batch, r: usize) -> Example {
         input: row(&b.x),
         target: row(&b.y),
     }
+}
+
+/// Which rows of `table` got a nonzero gradient in the last backward pass.
+fn rows_with_gradient(table: &Tensor) -> Tensor {
+    table
+        .grad()
+        .abs()
+        .sum_dim_intlist([1i64].as_slice(), false, Kind::Float)
+        .gt(0.0)
 }
 
 fn row_norms(t: &Tensor) -> Vec<f64> {

@@ -43,8 +43,8 @@ pub fn sin_cos(a: f64) -> (f64, f64) {
 
 /// `ln 2` in two parts (fdlibm's): the high part has 32 trailing zero bits, so `k` times it
 /// is exact for any `k` below 2^20.
-const LN2_HI: f64 = 6.931_471_803_691_238_164_90e-1;
-const LN2_LO: f64 = 1.908_214_929_270_587_700_02e-10;
+const LN2_HI: f64 = 6.931_471_803_691_238e-1;
+const LN2_LO: f64 = 1.908_214_929_270_587_7e-10;
 
 /// `e^y` for `y` in [-700, 700]: `y = k·ln 2 + r` with |r| ≤ ln 2 / 2 (Cody and Waite's
 /// reduction, ln 2 in two parts), the Taylor series of `e^r` to 20 terms, and `2^k` put
@@ -65,6 +65,23 @@ pub fn exp(y: f64) -> f64 {
     )]
     let two_k = f64::from_bits(((1023 + k as i64) as u64) << 52);
     sum * two_k
+}
+
+/// `2^x`: `2^k·e^(f·ln 2)` with `k = ⌊x⌋` and `f = x - k` (both exact), so a whole `x`
+/// gives its power of two exactly.
+pub fn exp2(x: f64) -> f64 {
+    let k = x.floor();
+    let f = x - k;
+    #[allow(
+        clippy::cast_possible_truncation,
+        reason = "k is a whole number in [-1000, 1000]"
+    )]
+    let two_k = f64::from_bits(((1023 + k.clamp(-1000.0, 1000.0) as i64) as u64) << 52);
+    if f == 0.0 {
+        two_k
+    } else {
+        two_k * exp(f * LN_2)
+    }
 }
 
 /// `ln 10000`, written out, so that no logarithm is computed at all (a test holds it to

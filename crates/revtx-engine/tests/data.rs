@@ -19,7 +19,13 @@ fn chapter_examples_encode_exactly() {
         ),
     ];
     for (s, input, target) in cases {
-        let (x, y) = encode(&parse_letters(s).unwrap(), 25, Targets::Answer, 0);
+        let (x, y) = encode(
+            &parse_letters(s).unwrap(),
+            Task::Reverse,
+            25,
+            Targets::Answer,
+            0,
+        );
         assert_eq!(render_row(&x), input);
         assert_eq!(render_row(&y), target);
     }
@@ -27,14 +33,26 @@ fn chapter_examples_encode_exactly() {
 
 #[test]
 fn all_positions_scores_input_letters_but_not_pads() {
-    let (x, y) = encode(&parse_letters("abc").unwrap(), 10, Targets::AllPositions, 0);
+    let (x, y) = encode(
+        &parse_letters("abc").unwrap(),
+        Task::Reverse,
+        10,
+        Targets::AllPositions,
+        0,
+    );
     assert_eq!(render_row(&x), "a b c | c b a . . .");
     assert_eq!(render_row(&y), "b c | c b a _ _ _ _");
 }
 
 #[test]
 fn offset_shifts_sequence_and_targets() {
-    let (x, y) = encode(&parse_letters("ab").unwrap(), 9, Targets::Answer, 3);
+    let (x, y) = encode(
+        &parse_letters("ab").unwrap(),
+        Task::Reverse,
+        9,
+        Targets::Answer,
+        3,
+    );
     assert_eq!(render_row(&x), ". . . a b | b a .");
     assert_eq!(render_row(&y), "_ _ _ _ _ b a _ _");
 }
@@ -42,7 +60,15 @@ fn offset_shifts_sequence_and_targets() {
 #[test]
 fn random_offsets_always_fit() {
     let mut rng = Rng::new(1);
-    let b = training_batch(&mut rng, 200, 3, 8, 25, Targets::Answer, true);
+    let b = training_batch(
+        &mut rng,
+        200,
+        (3, 8),
+        Task::Reverse,
+        25,
+        Targets::Answer,
+        true,
+    );
     assert_eq!(b.x.len(), 200 * 25);
     let y = &b.y;
     let targeted_max = (0..200)

@@ -90,7 +90,15 @@ fn trimming_trailing_pads_changes_nothing() {
     let cfg = revtx_engine::model::ModelConfig::chapter();
     let (_vs, m) = model::init(&cfg, 1);
     let mut rng = Rng::new(2);
-    let b = data::training_batch(&mut rng, 8, 3, 5, 25, data::Targets::Answer, false);
+    let b = data::training_batch(
+        &mut rng,
+        8,
+        (3, 5),
+        data::Task::Reverse,
+        25,
+        data::Targets::Answer,
+        false,
+    );
     let loss = |w: i64| {
         let x = Tensor::from_slice(&b.x).view([8, 25]).narrow(1, 0, w);
         let y = Tensor::from_slice(&b.y).view([8, 25]).narrow(1, 0, w);

@@ -41,6 +41,12 @@ fn trig_matches_libm_to_a_few_ulps() {
         assert!((e - want).abs() <= 4e-16 * want, "exp {y}: {e} vs {want}");
     }
     assert_eq!(trig::exp(0.0), 1.0);
+    for k in -30..=30 {
+        assert_eq!(trig::exp2(f64::from(k)), 2f64.powi(k), "2^{k}");
+        let x = f64::from(k) / 7.0;
+        let (e, want) = (trig::exp2(x), x.exp2());
+        assert!((e - want).abs() <= 4e-16 * want, "2^{x}: {e} vs {want}");
+    }
 }
 
 #[test]
@@ -292,6 +298,7 @@ fn every_choice_has_the_parameters_its_formula_gives() {
         (PositionEncoding::Learned, base),
         (PositionEncoding::Sinusoidal, base - table),
         (PositionEncoding::Rope, base - table),
+        (PositionEncoding::Alibi, base - table),
         (PositionEncoding::None, base - table),
     ] {
         assert_eq!(counted(|c| c.position_encoding = kind), want, "{kind:?}");
@@ -304,6 +311,11 @@ fn every_choice_has_the_parameters_its_formula_gives() {
         assert_eq!(counted(|c| c.norm = norm), want, "{norm:?}");
     }
     assert_eq!(counted(|c| c.activation = Activation::Relu), base);
+    // RMS norms have a scale and no shift: 64 fewer parameters each, five of them.
+    assert_eq!(
+        counted(|c| c.norm_kind = revtx_engine::config::NormKind::Rms),
+        base - 5 * d
+    );
 }
 
 /// The chapter's model draws the same weights as before the choices existed: its first
@@ -321,6 +333,7 @@ fn choices_do_not_disturb_what_comes_before_them() {
     for kind in [
         PositionEncoding::Sinusoidal,
         PositionEncoding::Rope,
+        PositionEncoding::Alibi,
         PositionEncoding::None,
     ] {
         assert!(tok(kind).equal(&learned), "{kind:?}");
@@ -353,7 +366,7 @@ fn fused_attention_agrees_with_the_reference_under_rope() {
 fn every_choice_computes_the_same_bits_at_every_kernel_width() {
     type Choice = (&'static str, fn(&mut ModelConfig));
     common::book_mode();
-    let choices: [Choice; 7] = [
+    let choices: [Choice; 9] = [
         ("chapter", |_| {}),
         ("sinusoidal", |c| {
             c.position_encoding = PositionEncoding::Sinusoidal;
@@ -363,6 +376,8 @@ fn every_choice_computes_the_same_bits_at_every_kernel_width() {
         ("post", |c| c.norm = NormPlacement::Post),
         ("no norm", |c| c.norm = NormPlacement::None),
         ("relu", |c| c.activation = Activation::Relu),
+        ("alibi", |c| c.position_encoding = PositionEncoding::Alibi),
+        ("rms", |c| c.norm_kind = revtx_engine::config::NormKind::Rms),
     ];
     let idx = Tensor::from_slice(&[1i64, 2, 3, 4, 10, 4, 3, 2, 1, 11]).repeat([3, 1]);
     let widest = *common::widths().last().expect("AVX2 at least");
@@ -392,4 +407,50 @@ fn every_choice_computes_the_same_bits_at_every_kernel_width() {
         assert!(bits[0].len() > 100_000, "{name}: logits and every gradient");
     }
     assert_eq!(kernels::use_isa(None), widest);
+}
+
+/// Each task's sequence: the string, the separator, the task's answer; targets from the
+/// separator on.
+#[test]
+fn each_task_encodes_its_answer() {
+    use revtx_engine::data::{encode, parse_letters, render_row, Targets, Task};
+    let s = parse_letters("cab").unwrap();
+    for (task, want) in [
+        (Task::Reverse, "c a b | b a c . ."),
+        (Task::Copy, "c a b | c a b . ."),
+        (Task::Sort, "c a b | a b c . ."),
+    ] {
+        let (x, y) = encode(&s, task, 9, Targets::Answer, 0);
+        assert_eq!(render_row(&x), want, "{task:?}");
+        assert_eq!(
+            &y[3..6],
+            &x[4..7],
+            "{task:?}: the answer's letters are the targets"
+        );
+        assert!(y[..3]
+            .iter()
+            .chain(&y[6..])
+            .all(|&t| t == revtx_engine::data::IGNORE));
+    }
+}
+
+/// RMS norm against its formula in float64, and ALiBi's slopes and biases against Press
+/// et al.'s: `2^(-8h/H)` exactly for two heads, `-m·|i - j|`.
+#[test]
+fn rms_norm_and_alibi_are_their_formulas() {
+    common::book_mode();
+    let mut cfg = ModelConfig::chapter();
+    cfg.norm_kind = revtx_engine::config::NormKind::Rms;
+    let n = model::norm::new(nn::VarStore::new(tch::Device::Cpu).root(), &cfg);
+    let x = randn([5, 64]) * 3.0;
+    let y = tch::nn::Module::forward(&n, &x).to_kind(Kind::Double);
+    let xd = x.to_kind(Kind::Double);
+    let want = &xd / (xd.square().mean_dim([-1i64].as_slice(), true, Kind::Double) + 1e-5).sqrt();
+    assert!(y.allclose(&want, 1e-5, 1e-6, false));
+    assert_eq!(position::alibi_slope(1, 2), 2f64.powi(-4));
+    assert_eq!(position::alibi_slope(2, 2), 2f64.powi(-8));
+    let b = position::alibi_bias(2, 5);
+    assert_eq!(b.double_value(&[0, 4, 1]), -3.0 / 16.0);
+    assert_eq!(b.double_value(&[1, 1, 4]), -3.0 / 256.0);
+    assert_eq!(b.double_value(&[1, 2, 2]), 0.0);
 }

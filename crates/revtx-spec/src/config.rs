@@ -111,6 +111,9 @@ pub struct ModelConfig {
     /// Where each block normalises its residual stream.
     #[serde(default, skip_serializing_if = "NormPlacement::is_pre")]
     pub norm: NormPlacement,
+    /// How it normalises: layer norm, or RMS norm.
+    #[serde(default, skip_serializing_if = "NormKind::is_layer")]
+    pub norm_kind: NormKind,
     /// The MLP's nonlinearity.
     #[serde(default, skip_serializing_if = "Activation::is_gelu")]
     pub activation: Activation,
@@ -131,6 +134,9 @@ pub enum PositionEncoding {
     /// Rotary: each head's query and key pairs rotated by an angle proportional to the
     /// position (Su et al.), so scores depend on the offset between tokens.
     Rope,
+    /// Linear biases on the scores (Press et al.): head `h` of `H` adds `-m_h·|i - j|` to
+    /// query `i`'s score for key `j`, `m_h = 2^(-8h/H)`; nothing added to the tokens.
+    Alibi,
     /// No position information at all: only the causal mask tells tokens apart.
     None,
 }
@@ -146,6 +152,7 @@ impl PositionEncoding {
             PositionEncoding::Learned => "learned",
             PositionEncoding::Sinusoidal => "sinusoidal",
             PositionEncoding::Rope => "rope",
+            PositionEncoding::Alibi => "alibi",
             PositionEncoding::None => "none",
         }
     }
@@ -189,6 +196,33 @@ impl NormPlacement {
     }
 }
 
+/// What a norm computes (`model.norm_kind`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NormKind {
+    /// Subtract the mean, divide by the standard deviation, then a learned scale and shift
+    /// (Ba et al.; the chapter's).
+    #[default]
+    Layer,
+    /// Divide by the root mean square, then a learned scale; no mean, no shift (Zhang and
+    /// Sennrich).
+    Rms,
+}
+
+impl NormKind {
+    pub fn is_layer(&self) -> bool {
+        *self == NormKind::Layer
+    }
+
+    /// The value as a run block writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            NormKind::Layer => "layer",
+            NormKind::Rms => "rms",
+        }
+    }
+}
+
 /// The MLP's nonlinearity (`model.activation`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -227,6 +261,7 @@ impl ModelConfig {
             attn: AttnOptions::default(),
             position_encoding: PositionEncoding::Learned,
             norm: NormPlacement::Pre,
+            norm_kind: NormKind::Layer,
             activation: Activation::Gelu,
         }
     }
@@ -237,7 +272,8 @@ impl ModelConfig {
 
     /// What of this model differs from the chapter's block in words, or `None` when
     /// nothing does: the page's widget (`static/widget/`) runs, and the block diagram draws,
-    /// learned positions, pre-norm blocks and GELU, with every attention switch.
+    /// learned positions, pre-norm blocks with layer norms and GELU, with every attention
+    /// switch.
     pub fn widget_cannot_run(&self) -> Option<String> {
         let mut what = Vec::new();
         if self.position_encoding != PositionEncoding::Learned {
@@ -248,6 +284,9 @@ impl ModelConfig {
         }
         if self.norm != NormPlacement::Pre {
             what.push(format!("norm = \"{}\"", self.norm.name()));
+        }
+        if self.norm_kind != NormKind::Layer {
+            what.push(format!("norm_kind = \"{}\"", self.norm_kind.name()));
         }
         if self.activation != Activation::Gelu {
             what.push(format!("activation = \"{}\"", self.activation.name()));

@@ -8,7 +8,7 @@
 //!   into a `RunConfig` and rejects unknown fields.
 
 use crate::config::{ModelConfig, SoftmaxAxis};
-use crate::task::Targets;
+use crate::task::{Targets, Task};
 use serde::{Deserialize, Serialize};
 
 /// Everything one run needs, apart from its seed.
@@ -43,6 +43,9 @@ pub enum RunKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DataConfig {
+    /// What the model answers each string with.
+    #[serde(default, skip_serializing_if = "Task::is_reverse")]
+    pub task: Task,
     /// Shortest training string, in letters.
     pub min_len: usize,
     /// Longest training string, in letters.
@@ -214,6 +217,7 @@ impl RunConfig {
             kind: RunKind::Train,
             model: ModelConfig::chapter(),
             data: DataConfig {
+                task: Task::Reverse,
                 min_len: 3,
                 max_len: 8,
                 targets: Targets::Answer,

@@ -1,5 +1,6 @@
-//! The reversal task's alphabet: letters `a`..`j`, the separator and the pad as token ids,
-//! which positions carry a target, and strings as text. Shared by the compiler and the engine.
+//! The tasks (`Task`: what answer a string asks for) and their alphabet: letters `a`..`j`,
+//! the separator and the pad as token ids, which positions carry a target, and strings as
+//! text. Shared by the compiler and the engine.
 
 use serde::{Deserialize, Serialize};
 
@@ -14,11 +15,54 @@ pub const VOCAB: i64 = 12;
 /// Target label that the loss ignores (shown as `_`).
 pub const IGNORE: i64 = -100;
 
+/// What the model is asked to write after the separator (`data.task`). Every task reads a
+/// string of letters and answers with as many letters, so the sequence layout, the
+/// targets and greedy decoding are the same for all; only the answer differs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Task {
+    /// The string backwards (the chapter's).
+    #[default]
+    Reverse,
+    /// The string as it is.
+    Copy,
+    /// The string's letters in ascending order.
+    Sort,
+}
+
+impl Task {
+    pub fn is_reverse(&self) -> bool {
+        *self == Task::Reverse
+    }
+
+    /// The value as a run block writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Reverse => "reverse",
+            Task::Copy => "copy",
+            Task::Sort => "sort",
+        }
+    }
+
+    /// The answer to `s`, letter ids in, letter ids out.
+    pub fn answer(self, s: &[u8]) -> Letters {
+        match self {
+            Task::Reverse => s.iter().rev().copied().collect(),
+            Task::Copy => s.to_vec(),
+            Task::Sort => {
+                let mut v = s.to_vec();
+                v.sort_unstable();
+                v
+            }
+        }
+    }
+}
+
 /// Which positions carry a training target.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Targets {
-    /// Only the answer: positions from the separator up to the second-last reversed letter.
+    /// Only the answer: positions from the separator up to the answer's second-last letter.
     Answer,
     /// Every position whose next token is a letter or the separator (the "loss on every
     /// position" fault): the input letters are scored too. Pads are still ignored.

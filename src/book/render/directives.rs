@@ -145,14 +145,21 @@ impl Renderer<'_> {
                 );
                 return String::new();
             }
-            if let Some(what) = result.config.model.widget_cannot_run() {
+            let task = result.config.data.task;
+            let cannot = match (result.config.model.widget_cannot_run(), task.is_reverse()) {
+                (Some(what), true) => Some(what),
+                (Some(what), false) => Some(format!("{what}, task = \"{}\"", task.name())),
+                (None, false) => Some(format!("task = \"{}\"", task.name())),
+                (None, true) => None,
+            };
+            if let Some(what) = cannot {
                 self.diags.push(
                     Diagnostic::error(
                         Code::WidgetModel,
                         Some(span.clone()),
                         format!("the widget cannot run `{}`: its model has {what}", m.run),
                     )
-                    .hint("the page runs learned positions, pre-norm blocks and GELU; show this run with a figure"),
+                    .hint("the page runs the reversal task with learned positions, pre-norm blocks with layer norms and GELU; show this run with a figure"),
                 );
                 return String::new();
             }

@@ -28,3 +28,32 @@ pub fn attention(q: &Tensor, k: &Tensor, v: &Tensor, opts: AttnOptions) -> (Tens
     (matmul(&weights, v), weights)
 }
 // ANCHOR_END: attention
+
+/// `attention` with `bias` added to the scores after the division and before the mask:
+/// ALiBi's linear biases, `(heads, tokens, tokens)` against scores `(batch, heads, tokens,
+/// tokens)`. The same operations otherwise, one by one (there is no fused kernel for it).
+pub fn biased_attention(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    bias: &Tensor,
+    opts: AttnOptions,
+) -> (Tensor, Tensor) {
+    let d_k = *q.size().last().unwrap() as f64;
+    let mut scores = matmul(q, &k.transpose(-2, -1));
+    if opts.scale {
+        scores /= d_k.sqrt();
+    }
+    scores += bias;
+    if opts.causal {
+        let t = scores.size()[scores.dim() - 1];
+        let later = Tensor::ones([t, t], (Kind::Bool, q.device())).triu(1);
+        scores = scores.masked_fill(&later, f64::NEG_INFINITY);
+    }
+    let axis = match opts.softmax {
+        SoftmaxAxis::Keys => -1,
+        SoftmaxAxis::Queries => -2,
+    };
+    let weights = scores.softmax(axis, scores.kind());
+    (matmul(&weights, v), weights)
+}

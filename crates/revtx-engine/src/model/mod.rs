@@ -11,12 +11,14 @@
 
 pub mod attention;
 pub mod kernels;
+pub mod norm;
 pub mod position;
 
 pub use crate::config::{
     Activation, AttnOptions, ModelConfig, NormPlacement, PositionEncoding, SoftmaxAxis,
 };
 pub use attention::attention;
+use norm::Norm;
 use position::{Positions, Rope};
 use std::sync::Mutex;
 use tch::{nn, nn::Module, Tensor};
@@ -61,7 +63,7 @@ impl Module for LayerNorm {
 }
 
 /// A layer norm initialised as PyTorch's `nn.LayerNorm` is: scale one, shift zero.
-fn layer_norm(vs: nn::Path, d: i64) -> LayerNorm {
+pub(crate) fn layer_norm(vs: nn::Path, d: i64) -> LayerNorm {
     let ln = nn::layer_norm(vs, vec![d], Default::default());
     LayerNorm {
         ws: ln.ws.expect("created with a scale"),
@@ -100,6 +102,8 @@ pub struct MultiHeadAttention {
     n_heads: i64,
     opts: AttnOptions,
     rope: Option<Rope>,
+    /// ALiBi's biases `(heads, positions, positions)`.
+    alibi: Option<Tensor>,
 }
 
 impl MultiHeadAttention {
@@ -112,6 +116,8 @@ impl MultiHeadAttention {
             opts: cfg.attn,
             rope: (cfg.position_encoding == PositionEncoding::Rope)
                 .then(|| Rope::new(cfg.positions, cfg.d_head())),
+            alibi: (cfg.position_encoding == PositionEncoding::Alibi)
+                .then(|| position::alibi_bias(cfg.n_heads, cfg.positions)),
         }
     }
 
@@ -129,6 +135,9 @@ impl MultiHeadAttention {
     /// `(batch, heads, tokens, tokens)`. Under the portable profile the heads run in one
     /// fused kernel (`kernels::attention`), which a test holds to `reference`.
     pub fn forward(&self, x: &Tensor) -> (Tensor, Tensor) {
+        if let Some(bias) = &self.alibi {
+            return self.biased(x, bias);
+        }
         if kernels::fused() {
             let (y, w) = kernels::attention(&self.project(x), self.n_heads, self.opts);
             return (self.out.forward(&y), w); // y: (batch, tokens, d_model), heads side by side
@@ -150,6 +159,19 @@ impl MultiHeadAttention {
         (self.out.forward(&y), w)
     }
     // ANCHOR_END: heads
+
+    /// `reference` with ALiBi's biases on the scores.
+    fn biased(&self, x: &Tensor, bias: &Tensor) -> (Tensor, Tensor) {
+        let (b, t, d) = x.size3().unwrap();
+        let (h, d_k) = (self.n_heads, d / self.n_heads);
+        let qkv = self.project(x).split(d, -1);
+        let heads = |z: &Tensor| z.view([b, t, h, d_k]).transpose(1, 2); // (batch, heads, tokens, d_k)
+        let (q, k, v) = (heads(&qkv[0]), heads(&qkv[1]), heads(&qkv[2]));
+        let bias = bias.narrow(1, 0, t).narrow(2, 0, t);
+        let (y, w) = attention::biased_attention(&q, &k, &v, &bias, self.opts);
+        let y = y.transpose(1, 2).reshape([b, t, d]);
+        (self.out.forward(&y), w)
+    }
 
     /// The raw scores `q · k` of every head, before any division: `(batch, heads, t, t)`.
     pub fn raw_scores(&self, x: &Tensor) -> Tensor {
@@ -203,19 +225,18 @@ pub struct Block {
 /// A block's two layer norms (`ln1`, `ln2`), by where they sit.
 #[derive(Debug)]
 enum Norms {
-    Pre(LayerNorm, LayerNorm),
-    Post(LayerNorm, LayerNorm),
+    Pre(Norm, Norm),
+    Post(Norm, Norm),
     None,
 }
 
 impl Block {
     pub fn new(vs: nn::Path, cfg: &ModelConfig) -> Self {
-        let d = cfg.d_model;
         // Created in this order (ln1, attn, ln2, mlp) so the generator draws the
         // chapter's weights in the chapter's order.
-        let ln1 = (cfg.norm != NormPlacement::None).then(|| layer_norm(&vs / "ln1", d));
+        let ln1 = (cfg.norm != NormPlacement::None).then(|| norm::new(&vs / "ln1", cfg));
         let attn = MultiHeadAttention::new(&vs / "attn", cfg);
-        let ln2 = (cfg.norm != NormPlacement::None).then(|| layer_norm(&vs / "ln2", d));
+        let ln2 = (cfg.norm != NormPlacement::None).then(|| norm::new(&vs / "ln2", cfg));
         let mlp = Mlp::new(&vs / "mlp", cfg);
         let norms = match (cfg.norm, ln1, ln2) {
             (NormPlacement::Pre, Some(a), Some(b)) => Norms::Pre(a, b),
@@ -254,7 +275,7 @@ impl Block {
 
     // ANCHOR: block
     /// The pre-norm block: `x + attn(ln1(x))`, then `x + mlp(ln2(x))`.
-    fn pre_norm(&self, x: &Tensor, ln1: &LayerNorm, ln2: &LayerNorm) -> (Tensor, Tensor) {
+    fn pre_norm(&self, x: &Tensor, ln1: &Norm, ln2: &Norm) -> (Tensor, Tensor) {
         let (a, weights) = self.attn.forward(&ln1.forward(x));
         let x = x + a;
         let x = &x + self.mlp.forward(&ln2.forward(&x));
@@ -270,7 +291,7 @@ pub struct Transformer {
     pub tok: nn::Embedding,
     pub pos: Positions,
     blocks: Vec<Block>,
-    ln_f: Option<LayerNorm>,
+    ln_f: Option<Norm>,
     head: Linear,
 }
 
@@ -283,7 +304,7 @@ impl Transformer {
             blocks: (0..cfg.n_layers)
                 .map(|i| Block::new(&vs / "blocks" / i, cfg))
                 .collect(),
-            ln_f: (cfg.norm == NormPlacement::Pre).then(|| layer_norm(&vs / "ln_f", cfg.d_model)),
+            ln_f: (cfg.norm == NormPlacement::Pre).then(|| norm::new(&vs / "ln_f", cfg)),
             head: linear(&vs / "head", cfg.d_model, cfg.vocab),
         }
     }

@@ -1,5 +1,6 @@
 //! How a token learns where it is (`PositionEncoding`): a trained table, a fixed table of
-//! sines and cosines, a rotation of each head's queries and keys, or nothing.
+//! sines and cosines, a rotation of each head's queries and keys, biases on the scores,
+//! or nothing.
 //!
 //! The fixed tables are computed once per model from `trig`'s portable sines and cosines,
 //! rounded to float32, so every machine builds the same bits; applying them is additions
@@ -16,8 +17,9 @@ pub enum Positions {
     Learned(nn::Embedding),
     /// The sinusoidal table, fixed: `(positions, d_model)`, not trained.
     Sinusoidal(Tensor),
-    /// Rotary: applied inside attention (each block holds the tables), nothing here.
-    Rope,
+    /// Rotary or ALiBi: applied inside attention (each block holds its tables), nothing
+    /// here.
+    InAttention,
     /// Nothing.
     None,
 }
@@ -36,7 +38,7 @@ impl Positions {
             PositionEncoding::Sinusoidal => {
                 Positions::Sinusoidal(sinusoidal_table(cfg.positions, cfg.d_model))
             }
-            PositionEncoding::Rope => Positions::Rope,
+            PositionEncoding::Rope | PositionEncoding::Alibi => Positions::InAttention,
             PositionEncoding::None => Positions::None,
         }
     }
@@ -50,7 +52,7 @@ impl Positions {
                 x + table.forward(&positions)
             }
             Positions::Sinusoidal(table) => x + table.narrow(0, 0, t),
-            Positions::Rope | Positions::None => x,
+            Positions::InAttention | Positions::None => x,
         }
     }
 
@@ -126,4 +128,27 @@ impl Rope {
         let k = self.rotate(&part(1)).view([b, t, d]);
         Tensor::cat(&[q, k, qkv.narrow(2, 2 * d, d)], 2)
     }
+}
+
+/// ALiBi's slope of head `h` (from 1) of `heads`: `2^(-8h/heads)` by `trig::exp2`, so an
+/// exact power of two whenever `8h/heads` is a whole number.
+pub fn alibi_slope(h: i64, heads: i64) -> f64 {
+    #[allow(clippy::cast_precision_loss, reason = "small head counts")]
+    crate::trig::exp2(-8.0 * h as f64 / heads as f64)
+}
+
+/// Press et al.'s biases, `(heads, rows, rows)`: `-m_h·|i - j|` for query `i` and key `j`.
+/// Under the causal mask only `j ≤ i` is ever seen; without it the bias is symmetric.
+pub fn alibi_bias(heads: i64, rows: i64) -> Tensor {
+    let mut v = Vec::with_capacity((heads * rows * rows) as usize);
+    for h in 1..=heads {
+        let m = alibi_slope(h, heads);
+        for i in 0..rows {
+            for j in 0..rows {
+                #[allow(clippy::cast_precision_loss, reason = "small positions")]
+                v.push((-m * (i - j).abs() as f64) as f32);
+            }
+        }
+    }
+    Tensor::from_slice(&v).view([heads, rows, rows])
 }
