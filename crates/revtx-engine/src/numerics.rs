@@ -218,12 +218,16 @@ fn vocabulary(d: &mut BTreeMap<String, String>) {
         d.insert("rope".into(), digest(&y));
         d.insert("rope_grad".into(), digest(&qkv.grad()));
     }
+    // Every activation beyond GELU (probed above with the layer norm), by its name.
+    for &a in crate::config::Activation::ALL
+        .iter()
+        .filter(|a| !a.is_gelu())
     {
         let x = (fixed(&[1088, 256], 24) * 4.0).set_requires_grad(true);
-        let y = kernels::relu(&x);
+        let y = kernels::activation(a, &x);
         (&y * fixed(&[1088, 256], 25)).sum(Kind::Float).backward();
-        d.insert("relu".into(), digest(&y));
-        d.insert("relu_grad".into(), digest(&x.grad()));
+        d.insert(a.name().into(), digest(&y));
+        d.insert(format!("{}_grad", a.name()), digest(&x.grad()));
     }
     {
         let x = (fixed(&[1088, 64], 28) * 3.0).set_requires_grad(true);

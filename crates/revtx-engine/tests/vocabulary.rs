@@ -12,9 +12,7 @@ mod common;
 
 use revtx_engine::config::{Activation, ModelConfig, NormPlacement, PositionEncoding};
 use revtx_engine::model::{self, kernels, position};
-use revtx_engine::optim::{clip_factor, norm, scaled_norm, Optim, Rule};
 use revtx_engine::trig;
-use tch::nn::OptimizerConfig;
 use tch::{nn, Kind, Tensor};
 
 /// Normal draws from libtorch's generator, holding its lock: `model::init` seeds and draws
@@ -136,146 +134,6 @@ fn relu_is_libtorchs_to_the_bit_forward_and_back() {
     assert!(a.iter().zip(&b).all(|(x, y)| x == y), "equal as numbers");
 }
 
-/// A small model's two parameters, and the loss they are trained on.
-fn params(vs: &nn::VarStore) -> (Tensor, Tensor) {
-    let root = vs.root();
-    let init = nn::Init::Uniform { lo: -1.0, up: 1.0 };
-    (root.var("a", &[7, 5], init), root.var("b", &[5], init))
-}
-
-fn loss((a, b): &(Tensor, Tensor)) -> Tensor {
-    (a * 3.0 + b).tanh().square().sum(Kind::Float)
-}
-
-fn flat(vs: &nn::VarStore) -> Vec<f32> {
-    let mut vars = vs.variables().into_iter().collect::<Vec<_>>();
-    vars.sort_by(|a, b| a.0.cmp(&b.0));
-    vars.iter()
-        .flat_map(|(_, t)| Vec::<f32>::try_from(&t.contiguous().view([-1])).unwrap())
-        .collect()
-}
-
-/// 20 steps of our `rule`, or of libtorch's optimiser built by `theirs`.
-fn trained(rule: Rule, theirs: Option<&dyn Fn(&nn::VarStore) -> nn::Optimizer>) -> Vec<f32> {
-    let _g = model::TORCH_RNG.lock().unwrap();
-    tch::manual_seed(5);
-    let vs = nn::VarStore::new(tch::Device::Cpu);
-    let p = params(&vs);
-    let (lr, wd) = (3e-2, 0.1);
-    match theirs {
-        None => {
-            let mut opt = Optim::with_rule(&vs, rule, lr, wd).unwrap();
-            for _ in 0..20 {
-                opt.zero_grad();
-                loss(&p).backward();
-                opt.step().unwrap();
-            }
-        }
-        Some(build) => {
-            let mut opt = build(&vs);
-            for _ in 0..20 {
-                opt.zero_grad();
-                loss(&p).backward();
-                opt.step();
-            }
-        }
-    }
-    flat(&vs)
-}
-
-fn agree(ours: &[f32], theirs: &[f32], what: &str) {
-    assert_eq!(ours.len(), 40);
-    for (a, b) in ours.iter().zip(theirs) {
-        assert!(
-            (a - b).abs() <= 1e-5 * (1.0 + b.abs()),
-            "{what}: {a} vs {b}"
-        );
-    }
-}
-
-#[test]
-fn adam_steps_as_libtorchs_adam_does() {
-    let rule = Rule::Adam {
-        betas: [0.8, 0.99],
-        eps: 1e-6,
-        decoupled: false,
-    };
-    let theirs = |vs: &nn::VarStore| {
-        nn::Adam {
-            beta1: 0.8,
-            beta2: 0.99,
-            wd: 0.1,
-            eps: 1e-6,
-            amsgrad: false,
-        }
-        .build(vs, 3e-2)
-        .unwrap()
-    };
-    let ours = trained(rule, None);
-    agree(&ours, &trained(rule, Some(&theirs)), "adam");
-    // Coupled and decoupled decay are different rules: AdamW lands elsewhere.
-    let adamw = trained(Rule::ADAMW, None);
-    assert!(ours.iter().zip(&adamw).any(|(a, b)| (a - b).abs() > 1e-3));
-}
-
-#[test]
-fn sgd_steps_as_libtorchs_sgd_does() {
-    for momentum in [0.0, 0.9] {
-        let theirs = |vs: &nn::VarStore| {
-            nn::Sgd {
-                momentum,
-                dampening: 0.0,
-                wd: 0.1,
-                nesterov: false,
-            }
-            .build(vs, 3e-2)
-            .unwrap()
-        };
-        let rule = Rule::Sgd { momentum };
-        agree(
-            &trained(rule, None),
-            &trained(rule, Some(&theirs)),
-            &format!("sgd, momentum {momentum}"),
-        );
-    }
-}
-
-/// Clipping as PyTorch's `clip_grad_norm_` defines it: a norm over the limit is brought
-/// to just under it (never over: rounding the products to float32 could), a norm under
-/// it is left alone, and 0 is off.
-#[test]
-fn a_clipped_gradient_never_exceeds_the_clip() {
-    let mut over = 0;
-    for salt in 0..50 {
-        let g: Vec<f32> = (0..1000)
-            .map(|i| ((i * 37 + salt * 11) % 101) as f32 / 7.0 - 7.1)
-            .collect();
-        let n = norm(&g);
-        let want = g.iter().map(|&x| f64::from(x).powi(2)).sum::<f64>().sqrt();
-        assert!((n - want).abs() < 1e-12 * want, "{n} vs {want}");
-        // The eight sums by index, then those in order: the definition, to the bit.
-        let mut lanes = [0.0f64; 8];
-        for (i, &x) in g.iter().enumerate() {
-            lanes[i % 8] += f64::from(x) * f64::from(x);
-        }
-        assert_eq!(n, lanes.iter().fold(0.0, |s, &l| s + l).sqrt());
-        for clip in [0.5, 1.0, 10.0, n / 2.0, n * 0.999_999] {
-            let f = clip_factor(&g, n, clip).expect("over the limit");
-            let clipped: Vec<f32> = g.iter().map(|&x| x * f).collect();
-            let after = norm(&clipped);
-            assert_eq!(after, scaled_norm(&g, f));
-            assert!(after <= clip, "{after} > {clip}");
-            assert!(after > clip * (1.0 - 1e-6), "{after} well under {clip}");
-            // How often PyTorch's factor, rounded to nearest, would have gone over.
-            let nearest = (clip / (n + 1e-6)) as f32;
-            over += usize::from(scaled_norm(&g, nearest) > clip);
-        }
-        assert_eq!(clip_factor(&g, n, 2.0 * n), None, "under the limit");
-        assert_eq!(clip_factor(&g, n, 0.0), None, "off");
-    }
-    assert!(over > 0, "the rounding this guards against never happened");
-}
-
 fn counted(edit: impl Fn(&mut ModelConfig)) -> i64 {
     let mut cfg = ModelConfig::chapter();
     edit(&mut cfg);
@@ -310,7 +168,9 @@ fn every_choice_has_the_parameters_its_formula_gives() {
     ] {
         assert_eq!(counted(|c| c.norm = norm), want, "{norm:?}");
     }
-    assert_eq!(counted(|c| c.activation = Activation::Relu), base);
+    for &a in Activation::ALL {
+        assert_eq!(counted(|c| c.activation = a), base, "{a:?}");
+    }
     // RMS norms have a scale and no shift: 64 fewer parameters each, five of them.
     assert_eq!(
         counted(|c| c.norm_kind = revtx_engine::config::NormKind::Rms),
@@ -379,8 +239,17 @@ fn every_choice_computes_the_same_bits_at_every_kernel_width() {
         ("alibi", |c| c.position_encoding = PositionEncoding::Alibi),
         ("rms", |c| c.norm_kind = revtx_engine::config::NormKind::Rms),
     ];
+    // Every activation, whatever the list above names.
+    let activations = Activation::ALL.iter().map(|&a| {
+        let edit = move |c: &mut ModelConfig| c.activation = a;
+        (a.name(), edit)
+    });
     let idx = Tensor::from_slice(&[1i64, 2, 3, 4, 10, 4, 3, 2, 1, 11]).repeat([3, 1]);
     let widest = *common::widths().last().expect("AVX2 at least");
+    let choices = choices
+        .into_iter()
+        .map(|(n, f)| (n, Box::new(f) as Box<dyn Fn(&mut ModelConfig)>))
+        .chain(activations.map(|(n, f)| (n, Box::new(f) as Box<dyn Fn(&mut ModelConfig)>)));
     for (name, edit) in choices {
         let mut cfg = ModelConfig::chapter();
         edit(&mut cfg);
@@ -447,6 +316,17 @@ fn rms_norm_and_alibi_are_their_formulas() {
     let xd = x.to_kind(Kind::Double);
     let want = &xd / (xd.square().mean_dim([-1i64].as_slice(), true, Kind::Double) + 1e-5).sqrt();
     assert!(y.allclose(&want, 1e-5, 1e-6, false));
+    // Its square root: correctly rounded (Rust's), and its derivative 1/2√a.
+    let a = (randn([300]).abs() * 10.0).set_requires_grad(true);
+    let r = model::norm::sqrt(&a);
+    let (av, rv) = (common::floats(&a), common::floats(&r));
+    assert!(av
+        .iter()
+        .zip(&rv)
+        .all(|(a, r)| a.sqrt().to_bits() == r.to_bits()));
+    r.sum(Kind::Float).backward();
+    let want = (a.detach().sqrt() * 2.0).reciprocal();
+    assert!(a.grad().allclose(&want, 1e-6, 1e-7, false));
     assert_eq!(position::alibi_slope(1, 2), 2f64.powi(-4));
     assert_eq!(position::alibi_slope(2, 2), 2f64.powi(-8));
     let b = position::alibi_bias(2, 5);

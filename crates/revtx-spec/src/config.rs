@@ -235,6 +235,10 @@ pub enum Activation {
 }
 
 impl Activation {
+    /// Every value, in the order the guide lists them (the numerics probe and the tests
+    /// walk it, so a new value is probed and tested where it is added).
+    pub const ALL: &[Activation] = &[Activation::Gelu, Activation::Relu];
+
     pub fn is_gelu(&self) -> bool {
         *self == Activation::Gelu
     }

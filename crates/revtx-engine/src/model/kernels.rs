@@ -4,7 +4,7 @@
 //! oneDNN's CPU-dependent code paths. Under the native profile they are libtorch's own
 //! operations. All take part in autograd.
 
-use crate::config::{AttnOptions, SoftmaxAxis};
+use crate::config::{Activation, AttnOptions, SoftmaxAxis};
 use crate::profile::{Isa, Profile};
 use std::ffi::{c_char, c_void, CStr};
 use tch::Tensor;
@@ -100,6 +100,14 @@ pub fn gelu(x: &Tensor) -> Tensor {
     }
     // SAFETY: as above.
     wrap(unsafe { revtx_gelu(x.as_ptr().cast()) }, "gelu")
+}
+
+/// The MLP's nonlinearity `a` of `x`, elementwise (see each function).
+pub fn activation(a: Activation, x: &Tensor) -> Tensor {
+    match a {
+        Activation::Gelu => gelu(x),
+        Activation::Relu => relu(x),
+    }
 }
 
 /// ReLU, `max(x, 0)`, elementwise, as a selection and nothing else: `x` where `x > 0`, else

@@ -201,15 +201,13 @@ impl Mlp {
     }
 
     pub fn forward(&self, x: &Tensor) -> Tensor {
-        if self.activation == Activation::Relu {
-            return self.down.forward(&kernels::relu(&self.up.forward(x)));
-        }
-        if kernels::fused() {
+        if kernels::fused() && self.activation == Activation::Gelu {
             // The same three operations in one node (a test holds it to the line below).
             let (up, down) = (&self.up, &self.down);
             return kernels::mlp(x, &up.ws, &up.bs, &down.ws, &down.bs);
         }
-        self.down.forward(&kernels::gelu(&self.up.forward(x)))
+        let hidden = kernels::activation(self.activation, &self.up.forward(x));
+        self.down.forward(&hidden)
     }
 }
 
