@@ -254,6 +254,7 @@ fn the_run_key_table_lists_every_config_field() {
     cfg.model.activation = Activation::Relu;
     cfg.model.norm_kind = revtx_spec::config::NormKind::Rms;
     cfg.data.task = revtx_spec::task::Task::Sort;
+    cfg.data.letters = 26;
     let mut code = Vec::new();
     leaves(&serde_json::to_value(&cfg).unwrap(), "", &mut code);
     let text = chapter("runs.md");
@@ -313,6 +314,7 @@ fn default_of(key: &str) -> serde_json::Value {
         "model.activation" => serde_json::json!(c.model.activation),
         "model.norm_kind" => serde_json::json!(c.model.norm_kind),
         "data.task" => serde_json::json!(c.data.task),
+        "data.letters" => serde_json::json!(c.data.letters),
         _ => serde_json::Value::Null,
     }
 }
@@ -350,7 +352,7 @@ fn the_run_key_table_names_every_value_of_every_choice() {
         ),
         ("model.norm", every!(NormPlacement: Pre, Post, None)),
         ("model.norm_kind", every!(NormKind: Layer, Rms)),
-        ("data.task", every!(Task: Reverse, Copy, Sort)),
+        ("data.task", every!(Task: Reverse, Copy, Sort, Add, Recall)),
         ("model.activation", every!(Activation: Gelu, Relu)),
         ("model.attn.softmax", every!(SoftmaxAxis: Keys, Queries)),
         ("data.targets", every!(Targets: Answer, AllPositions)),

@@ -59,7 +59,7 @@ fn every_choice_runs_and_does_what_its_key_says() {
         "the gradient norms and the rates, drawn"
     );
     let all = results(&p);
-    assert_eq!(all.len(), 15, "fifteen runs, one result each");
+    assert_eq!(all.len(), 17, "seventeen runs, one result each");
 
     // Positions: only a learned table is recorded; the others train none.
     // The base: the one run of 30 steps that sets none of the choices.
@@ -143,8 +143,10 @@ fn every_choice_runs_and_does_what_its_key_says() {
     }
 }
 
-/// Each task's test strings decode to its own answers: every output of the copying model
-/// that counts as correct is its input, and the sorting model's are sorted.
+/// Each task's test problems decode to its own answers, computed here from the problem's
+/// text: the copying model's correct outputs are their inputs, the sorting model's are
+/// sorted, the adding model's are base-four sums written least significant digit first,
+/// and the recalling model's are the queried key's value.
 fn each_task_answers_with_its_own_answers(all: &[serde_json::Value]) {
     for (task, answer) in [
         ("copy", (|s: &str| s.to_string()) as fn(&str) -> String),
@@ -152,6 +154,28 @@ fn each_task_answers_with_its_own_answers(all: &[serde_json::Value]) {
             let mut v: Vec<char> = s.chars().collect();
             v.sort_unstable();
             v.into_iter().collect()
+        }),
+        ("add", |s: &str| {
+            let (a, b) = s.split_once('+').unwrap();
+            let n = a.len();
+            let (a, b) = (
+                u64::from_str_radix(a, 4).unwrap(),
+                u64::from_str_radix(b, 4).unwrap(),
+            );
+            let mut sum = a + b;
+            (0..=n)
+                .map(|_| {
+                    let d = sum % 4;
+                    sum /= 4;
+                    char::from_digit(d as u32, 4).unwrap()
+                })
+                .collect()
+        }),
+        ("recall", |s: &str| {
+            let c: Vec<char> = s.chars().collect();
+            let query = c[c.len() - 1];
+            let pair = c.chunks(2).find(|kv| kv.len() == 2 && kv[0] == query);
+            pair.unwrap()[1].to_string()
         }),
     ] {
         let t = &the(all, "/config/data/task", &task.into())["train"]["test"];

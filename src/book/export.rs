@@ -40,6 +40,8 @@ struct ManifestModel<'a> {
     key: &'a str,
     profile: &'a str,
     config: &'a revtx_spec::config::ModelConfig,
+    /// What the model answers a string with (the widget runs `reverse`, `copy`, `sort`).
+    task: revtx_spec::task::Task,
     train_lengths: [usize; 2],
     first_untrained: Option<usize>,
     file: String,
@@ -121,6 +123,7 @@ pub fn files(models: &[Model]) -> Result<Export, String> {
             key: m.key,
             profile: &m.result.env.profile,
             config: &m.result.config.model,
+            task: data.task,
             train_lengths: [data.min_len, data.max_len],
             first_untrained: train.positions.as_ref().and_then(|p| p.first_untrained),
             file,

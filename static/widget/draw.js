@@ -1,6 +1,5 @@
 /* revtx-book widget: Drawing: output letters, notes and attention heatmaps (canvas). */
 
-import { reversed } from "./tokens.js";
 
 /* 7. Drawing ---------------------------------------------------------------------- */
 
@@ -18,7 +17,7 @@ function heatOpacity(w) {
 
 /** The output letter by letter, each marked right or wrong in symbol and in words. */
 export function drawLetters(list, result) {
-  const want = reversed(result.input);
+  const want = result.want;
   list.replaceChildren();
   Array.from(result.output).forEach((ch, i) => {
     const ok = ch === want[i];
@@ -31,11 +30,11 @@ export function drawLetters(list, result) {
 }
 
 export function verdictText(result) {
-  const want = reversed(result.input);
-  if (result.correct) return `Right: ${result.input} reversed is ${want}.`;
+  const { want, task } = result;
+  if (result.correct) return `Right: ${result.input} ${task.done} is ${want}.`;
   let wrong = 0;
   for (let i = 0; i < want.length; i++) wrong += result.output[i] === want[i] ? 0 : 1;
-  return `Wrong at ${wrong} of ${want.length} positions: the reversal is ${want}.`;
+  return `Wrong at ${wrong} of ${want.length} positions: ${task.what} is ${want}.`;
 }
 
 const CELL = 12; // px per heatmap cell
@@ -164,6 +163,15 @@ export function firstUntrained(entry) {
   return 2 * Math.max(...entry.train_lengths);
 }
 
+/** What a model without a learned table knows of positions (the engine's
+ * `PositionEncoding`), for the note on lengths. */
+const POSITION_WORDS = {
+  sinusoidal: "it adds a fixed pattern of sines and cosines to each position, the same at any length.",
+  rope: "it turns each head's queries and keys by an angle that grows with the position, so scores depend on how far apart two tokens are.",
+  alibi: "each head subtracts from every score a penalty that grows with the distance between query and key.",
+  none: "nothing tells it where a token is, except what the causal mask lets each position see.",
+};
+
 /** A note on lengths outside training, or "" when the length is inside. */
 export function lengthNote(entry, n) {
   const lo = Math.min(...entry.train_lengths);
@@ -172,6 +180,13 @@ export function lengthNote(entry, n) {
     return `This model trained on ${lo} to ${hi} letters; ${n} is shorter than anything it saw.`;
   }
   if (n <= hi) return "";
+  const kind = entry.config.position_encoding ?? "learned";
+  if (kind !== "learned") {
+    return (
+      `This model trained on ${lo} to ${hi} letters, so ${n} is longer than anything it saw. ` +
+      `It has no table of trained positions: ${POSITION_WORDS[kind]}`
+    );
+  }
   const first = firstUntrained(entry);
   const last = entry.config.positions - 1;
   const reads = 2 * n - 1; // the last position the model reads while it writes the answer

@@ -4,11 +4,60 @@
 
 import { f32, gelu } from "./float32.js";
 import { linear } from "./linear.js";
-import { SEP, lettersToIds, reversed, tokenChar } from "./tokens.js";
+import { SEP, lettersToIds, tokenChar } from "./tokens.js";
 
 /* 5. The model ------------------------------------------------------------------
  *
- * Activations are row-major Float32Arrays, one row per token. `forward` computes rows
+ * Its choices first. The engine's `ModelConfig` leaves each choice out of a config at
+ * the chapter's value; these are those values. */
+export function choicesOf(cfg) {
+  return {
+    positions: cfg.position_encoding ?? "learned",
+    norm: cfg.norm ?? "pre",
+    normKind: cfg.norm_kind ?? "layer",
+    activation: cfg.activation ?? "gelu",
+  };
+}
+
+/** The frequency of pair i of a width-d sinusoid: 10000^(-2i/d) (position.rs). */
+function frequency(i, d) {
+  return Math.pow(10000, (-2 * i) / d);
+}
+
+/** Vaswani et al.'s table, (rows, d): sin(p·ωᵢ) in column 2i, cos(p·ωᵢ) in 2i + 1. */
+export function sinusoidalTable(rows, d) {
+  const t = new Float32Array(rows * d);
+  for (let p = 0; p < rows; p++) {
+    for (let c = 0; c < d; c++) {
+      const a = p * frequency(c >> 1, d);
+      t[p * d + c] = c % 2 === 0 ? Math.sin(a) : Math.cos(a);
+    }
+  }
+  return t;
+}
+
+/** Rotary positions' tables, (rows, d_k) each: cos and sin of p·ωᵢ in columns i and
+ * i + d_k/2 (the "rotate half" layout of position.rs). */
+export function ropeTables(rows, dk) {
+  const half = dk / 2;
+  const cos = new Float32Array(rows * dk);
+  const sin = new Float32Array(rows * dk);
+  for (let p = 0; p < rows; p++) {
+    for (let c = 0; c < dk; c++) {
+      const a = p * frequency(c % half, dk);
+      cos[p * dk + c] = Math.cos(a);
+      sin[p * dk + c] = Math.sin(a);
+    }
+  }
+  return { cos, sin };
+}
+
+/** ALiBi's slope of head h (from 1) of H: 2^(-8h/H). */
+export function alibiSlope(h, H) {
+  return Math.pow(2, (-8 * h) / H);
+}
+
+/* Activations are row-major Float32Arrays, one row per token. `forward` computes rows
  * `state.t` .. ids.length-1 and keeps each block's keys and values (and the attention
  * rows) in `state`, so that a causal model with the softmax over keys can append one
  * token at a time: every row then depends only on itself and earlier rows, and the
@@ -59,9 +108,53 @@ function addInPlace(h, a) {
   return h;
 }
 
+/** RMSNorm over each row of x (rows, d): x / √(mean(x²) + 1e-5) · γ (norm.rs). */
+function rmsNorm(x, rows, d, p) {
+  const y = new Float32Array(rows * d);
+  for (let r = 0; r < rows; r++) {
+    const o = r * d;
+    let sum = 0;
+    for (let i = 0; i < d; i++) sum = f32(sum + f32(x[o + i] * x[o + i]));
+    const root = f32(Math.sqrt(f32(f32(sum / d) + 1e-5)));
+    for (let i = 0; i < d; i++) y[o + i] = f32(f32(x[o + i] / root) * p.w[i]);
+  }
+  return y;
+}
+
+/** The norm of the model's kind. */
+function norm(model, x, rows, p) {
+  const d = model.cfg.d_model;
+  return model.choices.normKind === "rms" ? rmsNorm(x, rows, d, p) : layerNorm(x, rows, d, p);
+}
+
+/** Turns the query and key of every head of the new rows of qkv (n, 3d) by their
+ * positions from..from+n-1: x·cos + rotate_half(x)·sin, each product and the sum
+ * rounded to float32 (position.rs). */
+function rotate(model, qkv, n, from) {
+  const { d_model: d, n_heads: H } = model.cfg;
+  const dk = d / H;
+  const half = dk / 2;
+  const { cos, sin } = model.rope;
+  const x = new Float32Array(dk);
+  for (let r = 0; r < n; r++) {
+    const p = (from + r) * dk;
+    for (let part = 0; part < 2; part++) {
+      for (let h = 0; h < H; h++) {
+        const o = r * 3 * d + part * d + h * dk;
+        x.set(qkv.subarray(o, o + dk));
+        for (let c = 0; c < dk; c++) {
+          const turned = c < half ? -x[c + half] : x[c - half];
+          qkv[o + c] = f32(f32(x[c] * cos[p + c]) + f32(turned * sin[p + c]));
+        }
+      }
+    }
+  }
+}
+
 /** Scores q·k of the new query rows against keys 0..t-1, for one head, into the rows
- * `from`..t-1 of w (positions × positions); keys after the query are -∞ under the mask. */
-function scores(q, keys, w, head, from, t, cfg) {
+ * `from`..t-1 of w (positions × positions); keys after the query are -∞ under the mask.
+ * Under ALiBi, each score then loses slope·|i - j|. */
+function scores(q, keys, w, head, from, t, cfg, slope) {
   const { d_model: d, n_heads: H, positions: P } = cfg;
   const dk = d / H;
   const off = head * dk;
@@ -74,7 +167,8 @@ function scores(q, keys, w, head, from, t, cfg) {
       const kj = j * d + off;
       let acc = 0;
       for (let c = 0; c < dk; c++) acc = f32(acc + f32(q[qi + c] * keys[kj + c]));
-      w[i * P + j] = scale ? acc / divisor : acc;
+      const s = scale ? f32(acc / divisor) : acc;
+      w[i * P + j] = slope === 0 ? s : f32(s + f32(-slope * Math.abs(i - j)));
     }
     for (let j = visible; j < t; j++) w[i * P + j] = -Infinity; // key after query: masked
   }
@@ -137,6 +231,7 @@ export function attention(model, block, x, n, from, state, l) {
   const { d_model: d, n_heads: H, positions: P } = cfg;
   const t = from + n;
   const qkv = linear(model, x, n, block.qkv); // (n, 3d): q | k | v, each d wide
+  if (model.rope) rotate(model, qkv, n, from);
   const keys = state.keys[l];
   const values = state.values[l];
   for (let r = 0; r < n; r++) {
@@ -146,7 +241,8 @@ export function attention(model, block, x, n, from, state, l) {
   const y = new Float32Array(n * d); // heads side by side: head h in columns h·d_k ..
   for (let h = 0; h < H; h++) {
     const w = state.weights[l][h];
-    scores(qkv, keys, w, h, from, t, cfg);
+    const slope = model.choices.positions === "alibi" ? alibiSlope(h + 1, H) : 0;
+    scores(qkv, keys, w, h, from, t, cfg, slope);
     if (cfg.attn.softmax === "queries") softmaxOverQueries(w, t, P);
     else softmaxOverKeys(w, from, t, P);
     mixValues(w, values, y, h, from, t, cfg);
@@ -154,10 +250,14 @@ export function attention(model, block, x, n, from, state, l) {
   return linear(model, y, n, block.out);
 }
 
-/** The position-wise MLP: d → d_mlp → d with GELU. */
+/** The position-wise MLP: d → d_mlp → d with GELU or ReLU. */
 function mlp(model, block, x, n) {
   const u = linear(model, x, n, block.up); // (n, d_mlp)
-  for (let i = 0; i < u.length; i++) u[i] = gelu(u[i]);
+  if (model.choices.activation === "relu") {
+    for (let i = 0; i < u.length; i++) u[i] = u[i] > 0 ? u[i] : 0;
+  } else {
+    for (let i = 0; i < u.length; i++) u[i] = gelu(u[i]);
+  }
   return linear(model, u, n, block.down); // (n, d)
 }
 
@@ -170,21 +270,33 @@ export function forward(model, ids, state) {
   const n = t - from;
   if (t > cfg.positions) throw new Error(`${t} tokens, but the model has ${cfg.positions} positions`);
   if (from > 0 && !canExtend(cfg)) throw new Error("this model must recompute every row");
-  // Token and position embeddings: h (n, d).
+  // Token embeddings, and the position table's rows where there is a table: h (n, d).
   let h = new Float32Array(n * d);
   for (let r = 0; r < n; r++) {
     const tok = ids[from + r] * d;
     const pos = (from + r) * d;
-    for (let c = 0; c < d; c++) h[r * d + c] = model.tok[tok + c] + model.pos[pos + c];
+    for (let c = 0; c < d; c++) {
+      h[r * d + c] = model.pos ? model.tok[tok + c] + model.pos[pos + c] : model.tok[tok + c];
+    }
   }
-  // Pre-norm blocks: h + attn(ln1(h)), then h + mlp(ln2(h)).
   model.blocks.forEach((block, l) => {
-    h = addInPlace(h, attention(model, block, layerNorm(h, n, d, block.ln1), n, from, state, l));
-    h = addInPlace(h, mlp(model, block, layerNorm(h, n, d, block.ln2), n));
+    const attend = (x) => attention(model, block, x, n, from, state, l);
+    if (model.choices.norm === "pre") {
+      // h + attn(ln1(h)), then h + mlp(ln2(h)).
+      h = addInPlace(h, attend(norm(model, h, n, block.ln1)));
+      h = addInPlace(h, mlp(model, block, norm(model, h, n, block.ln2), n));
+    } else if (model.choices.norm === "post") {
+      // ln1(h + attn(h)), then ln2(h + mlp(h)).
+      h = norm(model, addInPlace(h, attend(h)), n, block.ln1);
+      h = norm(model, addInPlace(h, mlp(model, block, h, n)), n, block.ln2);
+    } else {
+      h = addInPlace(h, attend(h));
+      h = addInPlace(h, mlp(model, block, h, n));
+    }
   });
   state.t = t;
-  // Final norm and the untied head: (n, vocab).
-  return linear(model, layerNorm(h, n, d, model.lnF), n, model.head);
+  // The final norm (pre-norm models only) and the untied head: (n, vocab).
+  return linear(model, model.lnF ? norm(model, h, n, model.lnF) : h, n, model.head);
 }
 
 /** weights[block][head][query][key] of the first t rows, as plain numbers. */
@@ -237,7 +349,9 @@ export function greedy(model, text) {
   return {
     input: text,
     output,
-    correct: output === reversed(text),
+    correct: output === model.task.answer(text),
+    want: model.task.answer(text),
+    task: model.task,
     tokens: ids.map(tokenChar),
     weights: weightsOf(model, state, ids.length),
   };

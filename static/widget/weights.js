@@ -3,7 +3,8 @@
 
 import { prepareErf } from "./float32.js";
 import { wasmKernel } from "./linear.js";
-import { greedy } from "./model.js";
+import { choicesOf, greedy, ropeTables, sinusoidalTable } from "./model.js";
+import { taskOf } from "./tokens.js";
 
 /* 3. Weights ------------------------------------------------------------------ */
 
@@ -118,7 +119,15 @@ export function buildModel(entry, values) {
     const b = tensor(`${name}.bias`, [outDim]);
     return { w: w.data, b: b.data, wAt: 4 * w.offset, bAt: 4 * b.offset, inDim, outDim };
   };
-  const norm = (name) => ({ w: tensor(`${name}.weight`, [d]).data, b: tensor(`${name}.bias`, [d]).data });
+  const choices = choicesOf(cfg);
+  // A layer norm has a scale and a shift, an RMS norm a scale only; a block without
+  // norms has neither, and only a pre-norm model has a final norm.
+  const norm = (name) =>
+    choices.norm === "none"
+      ? null
+      : choices.normKind === "rms"
+        ? { w: tensor(`${name}.weight`, [d]).data }
+        : { w: tensor(`${name}.weight`, [d]).data, b: tensor(`${name}.bias`, [d]).data };
   const blocks = [];
   for (let i = 0; i < cfg.n_layers; i++) {
     const p = `blocks.${i}`;
@@ -131,14 +140,21 @@ export function buildModel(entry, values) {
       down: linear(`${p}.mlp.down`, cfg.d_mlp, d),
     });
   }
+  const positions = {
+    learned: () => tensor("pos.weight", [cfg.positions, d]).data,
+    sinusoidal: () => sinusoidalTable(cfg.positions, d),
+  }[choices.positions];
   return {
     entry,
     cfg,
+    choices,
+    task: taskOf(entry),
     kernel,
     tok: tensor("tok.weight", [cfg.vocab, d]).data,
-    pos: tensor("pos.weight", [cfg.positions, d]).data,
+    pos: positions ? positions() : null, // added to the tokens; rope and alibi act in attention
+    rope: choices.positions === "rope" ? ropeTables(cfg.positions, d / cfg.n_heads) : null,
     blocks,
-    lnF: norm("ln_f"),
+    lnF: choices.norm === "pre" ? norm("ln_f") : null,
     head: linear("head", d, cfg.vocab),
   };
 }

@@ -6,7 +6,9 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { cpSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 import { buildModel, unpack, unshuffle } from "../../static/widget/weights.js";
@@ -23,6 +25,40 @@ export function exported(site) {
     manifest: JSON.parse(readFileSync(join(models, "manifest.json"), "utf8")),
     decodes: JSON.parse(readFileSync(join(models, "decodes.json"), "utf8")),
   };
+}
+
+const REPO = join(import.meta.dirname, "..", "..");
+
+/** The run ids a fixture chapter declares, in order. */
+export function runIds(chapter) {
+  return [...chapter.matchAll(/^```run (\S+)$/gm)].map((m) => m[1]);
+}
+
+/** Builds the fixture book `tests/fixtures/<name>/book` with target/release/revtx-book
+ * (or $REVTX_BOOK) into a new temporary folder; returns the folder and its site's
+ * exported models. */
+export function buildFixture(name) {
+  const root = mkdtempSync(join(tmpdir(), `revtx-${name}-`));
+  cpSync(join(REPO, `tests/fixtures/${name}/book`), join(root, "book"), { recursive: true });
+  // The book's numerics record, so that the gate lets this machine train.
+  cpSync(join(REPO, "book/numerics.json"), join(root, "book/numerics.json"));
+  for (const d of ["templates", "static"]) cpSync(join(REPO, d), join(root, d), { recursive: true });
+  const bin = process.env.REVTX_BOOK ?? join(REPO, "target/release/revtx-book");
+  execFileSync(bin, ["build", "--quiet", "--root", root, "--out", join(root, "site")], {
+    stdio: ["ignore", "ignore", "inherit"],
+    timeout: 600_000,
+  });
+  return { root, site: exported(join(root, "site")) };
+}
+
+/** The model's choices and task, as one string: `position_encoding=rope task=sort`. */
+export function choices(entry) {
+  const c = entry.config;
+  const keys = ["position_encoding", "norm", "norm_kind", "activation"];
+  return keys
+    .map((k) => `${k}=${c[k] ?? "default"}`)
+    .concat([`task=${entry.task ?? "reverse"}`])
+    .join(" ");
 }
 
 async function load(dir, entry) {
@@ -59,7 +95,7 @@ export function compareEveryModel(getSite, ids) {
           const got = greedy(model, input).output;
           if (got !== outputs[k]) wrong.push(`${input}: engine ${outputs[k]}, here ${got}`);
         });
-        assert.deepEqual(wrong, [], `${id} (${switches(entry)}) ${name}: ${wrong.length} differ`);
+        assert.deepEqual(wrong, [], `${id} (${switches(entry)}; ${choices(entry)}) ${name}: ${wrong.length} differ`);
         compared += inputs.length;
       }
       assert.ok(compared >= 2, `${id}: compared ${compared} strings`);
@@ -86,7 +122,10 @@ export function compareEveryModel(getSite, ids) {
         ),
       );
       assert.ok(cells > 0, "the engine's attention has no cells");
-      assert.ok(worst <= TOLERANCE, `${id} (${switches(entry)}): largest difference ${worst} over ${cells} cells`);
+      assert.ok(
+        worst <= TOLERANCE,
+        `${id} (${switches(entry)}; ${choices(entry)}): largest difference ${worst} over ${cells} cells`,
+      );
     });
   }
 }

@@ -6,32 +6,19 @@
 
 import { before, after, test } from "node:test";
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { compareEveryModel, exported, switches } from "./compare.mjs";
+import { buildFixture, compareEveryModel, runIds, switches } from "./compare.mjs";
 
 const REPO = join(import.meta.dirname, "..", "..");
-const CHAPTER = readFileSync(join(REPO, "tests/fixtures/switches/book/chapter.md"), "utf8");
 // The run ids, in the widget's order, as the chapter declares them.
-const IDS = [...CHAPTER.matchAll(/^```run (\S+)$/gm)].map((m) => m[1]);
+const IDS = runIds(readFileSync(join(REPO, "tests/fixtures/switches/book/chapter.md"), "utf8"));
 
 let root;
 let site;
 
 before(() => {
-  root = mkdtempSync(join(tmpdir(), "revtx-switches-"));
-  cpSync(join(REPO, "tests/fixtures/switches/book"), join(root, "book"), { recursive: true });
-  // The book's numerics record, so that the gate lets this machine train.
-  cpSync(join(REPO, "book/numerics.json"), join(root, "book/numerics.json"));
-  for (const d of ["templates", "static"]) cpSync(join(REPO, d), join(root, d), { recursive: true });
-  const bin = process.env.REVTX_BOOK ?? join(REPO, "target/release/revtx-book");
-  execFileSync(bin, ["build", "--quiet", "--root", root, "--out", join(root, "site")], {
-    stdio: ["ignore", "ignore", "inherit"],
-    timeout: 600_000,
-  });
-  site = exported(join(root, "site"));
+  ({ root, site } = buildFixture("switches"));
 });
 
 after(() => {

@@ -1,15 +1,15 @@
 //! Evaluation of a trained model: greedy decoding, exact-match accuracy by length, and
 //! the attention weights of one named input.
 
-use crate::data::{self, Letters, Task, SEP};
+use crate::data::{self, Alphabet, Letters};
 use crate::model::Transformer;
 use crate::result::{AttentionMap, AttnStats, Eval, LengthEval, Strongest};
 use std::collections::{BTreeMap, HashSet};
 use tch::{Kind, Tensor};
 
-/// Greedy decoding: the letters and the separator in, then the argmax appended, once per
-/// letter. Strings are batched by length. Returns the generated tokens of each string.
-pub fn greedy(model: &Transformer, strings: &[Letters]) -> Vec<Vec<i64>> {
+/// Greedy decoding: the prompt and the separator in, then the argmax appended, once per
+/// token of the answer. Problems are batched by size. Returns the generated tokens of each.
+pub fn greedy(model: &Transformer, alphabet: Alphabet, strings: &[Letters]) -> Vec<Vec<i64>> {
     let mut out = vec![Vec::new(); strings.len()];
     let mut lengths: Vec<usize> = strings.iter().map(|s| s.len()).collect();
     lengths.sort_unstable();
@@ -20,43 +20,58 @@ pub fn greedy(model: &Transformer, strings: &[Letters]) -> Vec<Vec<i64>> {
             .collect();
         let flat: Vec<i64> = ids
             .iter()
-            .flat_map(|&i| strings[i].iter().map(|&c| c as i64).chain([SEP]))
+            .flat_map(|&i| {
+                alphabet
+                    .prompt(&strings[i])
+                    .into_iter()
+                    .chain([alphabet.sep()])
+            })
             .collect();
-        let mut x = Tensor::from_slice(&flat).view([ids.len() as i64, n as i64 + 1]);
-        for _ in 0..n {
+        let size = alphabet.task.size(n);
+        let (p, a) = (
+            alphabet.task.prompt_len(size),
+            alphabet.task.answer_len(size),
+        );
+        let mut x = Tensor::from_slice(&flat).view([ids.len() as i64, p as i64 + 1]);
+        for _ in 0..a {
             let (logits, _) = model.forward(&x); // (count, tokens, vocab)
             let next = logits.select(1, -1).argmax(-1, true); // (count, 1)
             x = Tensor::cat(&[x, next], 1);
         }
-        let gen = x.narrow(1, n as i64 + 1, n as i64).contiguous();
+        let gen = x.narrow(1, p as i64 + 1, a as i64).contiguous();
         let gen: Vec<i64> = Vec::<i64>::try_from(gen.view([-1])).unwrap();
         for (row, &i) in ids.iter().enumerate() {
-            out[i] = gen[row * n..(row + 1) * n].to_vec();
+            out[i] = gen[row * a..(row + 1) * a].to_vec();
         }
     }
     out
 }
 
-/// Exact match of greedy answers to `task`, by length, with the unseen-string count.
-pub fn exact_match(model: &Transformer, task: Task, set: &[Letters], seen: &HashSet<u64>) -> Eval {
-    let outs = greedy(model, set);
+/// Exact match of greedy answers to the task's, by size, with the unseen-problem count.
+pub fn exact_match(
+    model: &Transformer,
+    alphabet: Alphabet,
+    set: &[Letters],
+    seen: &HashSet<Letters>,
+) -> Eval {
+    let outs = greedy(model, alphabet, set);
     let mut by_len: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
     let (mut unseen, mut unseen_correct, mut misses) = (0, 0, Vec::new());
     for (s, o) in set.iter().zip(&outs) {
-        let want: Vec<i64> = task.answer(s).iter().map(|&c| c as i64).collect();
+        let want: Vec<i64> = alphabet.answer(s).iter().map(|&c| c as i64).collect();
         let ok = *o == want;
-        let e = by_len.entry(s.len()).or_default();
+        let e = by_len.entry(alphabet.task.size(s.len())).or_default();
         e.0 += ok as usize;
         e.1 += 1;
-        if !seen.contains(&data::string_key(s)) {
+        if !seen.contains(s) {
             unseen += 1;
             unseen_correct += ok as usize;
         }
         if !ok && misses.len() < 8 {
             misses.push(format!(
                 "{} → {}",
-                data::letters_to_string(s),
-                data::tokens_to_string(o)
+                alphabet.problem_text(s),
+                alphabet.text(o)
             ));
         }
     }
@@ -78,21 +93,30 @@ pub fn exact_match(model: &Transformer, task: Task, set: &[Letters], seen: &Hash
         unseen,
         unseen_correct,
         misses,
-        inputs: set.iter().map(|s| data::letters_to_string(s)).collect(),
-        outputs: outs.iter().map(|o| data::tokens_to_string(o)).collect(),
+        inputs: set.iter().map(|s| alphabet.problem_text(s)).collect(),
+        outputs: outs.iter().map(|o| alphabet.text(o)).collect(),
     }
 }
 
 /// The weights of every layer and head for `input` followed by its true answer.
-pub fn attention_map(model: &Transformer, task: Task, input: &str) -> AttentionMap {
-    let s = data::parse_letters(input).unwrap();
-    let l = s.len();
-    let (x, _) = data::encode(&s, task, 2 * l + 1 + 1, data::Targets::Answer, 0);
-    let tokens: Vec<i64> = x[..2 * l + 1].to_vec();
+///
+/// # Panics
+/// If `input` is not a problem of the task (the compiler checks it before anything runs).
+pub fn attention_map(model: &Transformer, alphabet: Alphabet, input: &str) -> AttentionMap {
+    let s = alphabet
+        .parse(input)
+        .expect("eval.attention_input is checked at plan time");
+    let size = alphabet.task.size(s.len());
+    let (p, total) = (
+        alphabet.task.prompt_len(size),
+        alphabet.task.sequence_len(size),
+    );
+    let (x, _) = data::encode(&s, alphabet, total, data::Targets::Answer, 0);
+    let tokens: Vec<i64> = x[..total].to_vec();
     let (_, ws) = model.forward(&Tensor::from_slice(&tokens).view([1, -1]));
     let names: Vec<String> = tokens
         .iter()
-        .map(|&t| data::token_char(t).to_string())
+        .map(|&t| alphabet.char(t).to_string())
         .collect();
     let weights: Vec<Vec<Vec<Vec<f64>>>> = ws
         .iter()
@@ -115,7 +139,7 @@ pub fn attention_map(model: &Transformer, task: Task, input: &str) -> AttentionM
             layer
                 .iter()
                 .map(|head| {
-                    (l..2 * l)
+                    (p..total - 1)
                         .map(|q| {
                             let (key, &weight) = head[q]
                                 .iter()
@@ -154,16 +178,19 @@ pub fn attention_map(model: &Transformer, task: Task, input: &str) -> AttentionM
 /// Only real tokens count, and only rows that see at least two keys.
 pub fn attention_stats(
     model: &Transformer,
-    task: Task,
+    alphabet: Alphabet,
     strings: &[Letters],
     causal: bool,
 ) -> AttnStats {
-    let lens: Vec<i64> = strings.iter().map(|s| 2 * s.len() as i64 + 1).collect();
+    let lens: Vec<i64> = strings
+        .iter()
+        .map(|s| alphabet.task.sequence_len(alphabet.task.size(s.len())) as i64)
+        .collect();
     let width = lens.iter().copied().max().unwrap_or(1);
     let rows: Vec<i64> = strings
         .iter()
         .flat_map(|s| {
-            data::encode(s, task, width as usize + 1, data::Targets::Answer, 0).0[..width as usize]
+            data::encode(s, alphabet, width as usize, data::Targets::Answer, 0).0[..width as usize]
                 .to_vec()
         })
         .collect();

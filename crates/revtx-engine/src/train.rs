@@ -101,8 +101,8 @@ struct Trained {
     lrs: Vec<f64>,
     /// The norm of all gradients at every step, before clipping.
     grad_norms: Vec<f64>,
-    /// Keys of the distinct training strings, and their count by length.
-    seen: HashSet<u64>,
+    /// The distinct training problems, and their count by size.
+    seen: HashSet<data::Letters>,
     seen_by_len: Vec<usize>,
     /// Whether each position row ever received a gradient (a learned table only).
     trained_rows: Option<Vec<bool>>,
@@ -134,9 +134,11 @@ impl Lap {
 fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trained, RunError> {
     let (m, d, t) = (&cfg.model, &cfg.data, &cfg.train);
     let seq_len = m.positions as usize;
+    let alphabet = d.alphabet();
     let (vs, model) = model::init(m, seed);
-    let initial_attention =
-        tch::no_grad(|| eval::attention_stats(&model, d.task, &probe_strings(cfg), m.attn.causal));
+    let initial_attention = tch::no_grad(|| {
+        eval::attention_stats(&model, alphabet, &probe_strings(cfg), m.attn.causal)
+    });
     let mut opt = optim::Optim::of(&vs, t)?;
     let pos_table = model.pos.learned().map(Tensor::shallow_clone);
     let norm_before = pos_table.as_ref().map(row_norms).unwrap_or_default();
@@ -146,7 +148,7 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
     // That changes no loss and no gradient, and saves about a third of the work.
     let trim = m.attn.causal && m.attn.softmax == SoftmaxAxis::Keys;
     let mut rng = Rng::new(seed ^ 0x5EED_DA7A);
-    let mut seen: HashSet<u64> = HashSet::new();
+    let mut seen: HashSet<data::Letters> = HashSet::new();
     let mut seen_by_len = vec![0usize; d.max_len + 1];
     let mut trained = Tensor::zeros([m.positions], (Kind::Bool, tch::Device::Cpu));
     let mut losses = Vec::with_capacity(t.steps);
@@ -162,19 +164,19 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
             &mut rng,
             t.batch_size,
             (d.min_len, d.max_len),
-            d.task,
+            alphabet,
             seq_len,
             d.targets,
             d.random_offset,
         );
         if step == 0 {
             examples = (0..2.min(t.batch_size))
-                .map(|r| example(&batch, r))
+                .map(|r| example(alphabet, &batch, r))
                 .collect();
         }
         for s in &batch.strings {
-            if seen.insert(data::string_key(s)) {
-                seen_by_len[s.len()] += 1;
+            if seen.insert(s.clone()) {
+                seen_by_len[d.task.size(s.len())] += 1;
             }
         }
         let width = if trim { used_width(&batch) } else { seq_len } as i64;
@@ -235,12 +237,13 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
     })
 }
 
-/// The strings attention's sharpness is measured on: the first 64 of the test set.
+/// The problems attention's sharpness is measured on: the first 64 of the test set.
 fn probe_strings(cfg: &RunConfig) -> Vec<data::Letters> {
     let e = &cfg.eval;
     let mut rng = Rng::new(e.test_seed);
-    data::sample_strings(
+    data::sample_problems(
         &mut rng,
+        cfg.data.alphabet(),
         e.test_size.min(64),
         e.test_min_len,
         e.test_max_len,
@@ -252,29 +255,31 @@ fn probe_strings(cfg: &RunConfig) -> Vec<data::Letters> {
 fn summarise(cfg: &RunConfig, tr: &Trained) -> TrainResult {
     let (d, e, t) = (&cfg.data, &cfg.eval, &cfg.train);
     let mut test_rng = Rng::new(e.test_seed);
-    let test_set = data::sample_strings(&mut test_rng, e.test_size, e.test_min_len, e.test_max_len);
-    let long_set = data::sample_strings(&mut test_rng, e.long_size, e.long_min_len, e.long_max_len);
+    let alphabet = d.alphabet();
+    let sample = |rng: &mut Rng, n, lo, hi| data::sample_problems(rng, alphabet, n, lo, hi);
+    let test_set = sample(&mut test_rng, e.test_size, e.test_min_len, e.test_max_len);
+    let long_set = sample(&mut test_rng, e.long_size, e.long_min_len, e.long_max_len);
     let (test, long, decodes, attention, last_attention) = tch::no_grad(|| {
         let named: Vec<data::Letters> = e
             .decode
             .iter()
-            .filter_map(|s| data::parse_letters(s))
+            .filter_map(|s| alphabet.parse(s).ok())
             .collect();
-        let outs = eval::greedy(&tr.model, &named);
+        let outs = eval::greedy(&tr.model, alphabet, &named);
         let decodes: BTreeMap<String, String> = e
             .decode
             .iter()
             .cloned()
-            .zip(outs.iter().map(|o| data::tokens_to_string(o)))
+            .zip(outs.iter().map(|o| alphabet.text(o)))
             .collect();
         (
-            eval::exact_match(&tr.model, d.task, &test_set, &tr.seen),
-            eval::exact_match(&tr.model, d.task, &long_set, &tr.seen),
+            eval::exact_match(&tr.model, alphabet, &test_set, &tr.seen),
+            eval::exact_match(&tr.model, alphabet, &long_set, &tr.seen),
             decodes,
-            eval::attention_map(&tr.model, d.task, &e.attention_input),
+            eval::attention_map(&tr.model, alphabet, &e.attention_input),
             eval::attention_stats(
                 &tr.model,
-                d.task,
+                alphabet,
                 &probe_strings(cfg),
                 cfg.model.attn.causal,
             ),
@@ -308,7 +313,7 @@ fn summarise(cfg: &RunConfig, tr: &Trained) -> TrainResult {
         });
     let coverage = (d.min_len..=d.max_len)
         .map(|len| {
-            let possible = 10f64.powi(len as i32);
+            let possible = alphabet.possible(len);
             Coverage {
                 len,
                 possible,
@@ -381,18 +386,16 @@ pub fn used_width(b: &data::Batch) -> usize {
     (0..rows)
         .map(|r| {
             let row = &b.x[r * b.seq_len..(r + 1) * b.seq_len];
-            row.iter()
-                .rposition(|&t| t != data::PAD)
-                .map_or(1, |p| p + 1)
+            row.iter().rposition(|&t| t != b.pad).map_or(1, |p| p + 1)
         })
         .max()
         .unwrap_or(b.seq_len)
 }
 
-fn example(b: &data::Batch, r: usize) -> Example {
-    let row = |v: &[i64]| data::render_row(&v[r * b.seq_len..(r + 1) * b.seq_len]);
+fn example(alphabet: data::Alphabet, b: &data::Batch, r: usize) -> Example {
+    let row = |v: &[i64]| alphabet.render_row(&v[r * b.seq_len..(r + 1) * b.seq_len]);
     Example {
-        string: data::letters_to_string(&b.strings[r]),
+        string: alphabet.problem_text(&b.strings[r]),
         input: row(&b.x),
         target: row(&b.y),
     }

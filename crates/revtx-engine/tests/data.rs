@@ -21,7 +21,7 @@ fn chapter_examples_encode_exactly() {
     for (s, input, target) in cases {
         let (x, y) = encode(
             &parse_letters(s).unwrap(),
-            Task::Reverse,
+            Alphabet::CHAPTER,
             25,
             Targets::Answer,
             0,
@@ -35,7 +35,7 @@ fn chapter_examples_encode_exactly() {
 fn all_positions_scores_input_letters_but_not_pads() {
     let (x, y) = encode(
         &parse_letters("abc").unwrap(),
-        Task::Reverse,
+        Alphabet::CHAPTER,
         10,
         Targets::AllPositions,
         0,
@@ -48,7 +48,7 @@ fn all_positions_scores_input_letters_but_not_pads() {
 fn offset_shifts_sequence_and_targets() {
     let (x, y) = encode(
         &parse_letters("ab").unwrap(),
-        Task::Reverse,
+        Alphabet::CHAPTER,
         9,
         Targets::Answer,
         3,
@@ -64,7 +64,7 @@ fn random_offsets_always_fit() {
         &mut rng,
         200,
         (3, 8),
-        Task::Reverse,
+        Alphabet::CHAPTER,
         25,
         Targets::Answer,
         true,

@@ -94,7 +94,7 @@ fn trimming_trailing_pads_changes_nothing() {
         &mut rng,
         8,
         (3, 5),
-        data::Task::Reverse,
+        data::Alphabet::CHAPTER,
         25,
         data::Targets::Answer,
         false,

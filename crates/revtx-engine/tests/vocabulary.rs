@@ -278,28 +278,81 @@ fn every_choice_computes_the_same_bits_at_every_kernel_width() {
     assert_eq!(kernels::use_isa(None), widest);
 }
 
-/// Each task's sequence: the string, the separator, the task's answer; targets from the
-/// separator on.
+/// Each task's sequence: the prompt, the separator, the task's answer; targets from the
+/// separator on, and nothing after the answer's last token.
 #[test]
 fn each_task_encodes_its_answer() {
-    use revtx_engine::data::{encode, parse_letters, render_row, Targets, Task};
-    let s = parse_letters("cab").unwrap();
-    for (task, want) in [
-        (Task::Reverse, "c a b | b a c . ."),
-        (Task::Copy, "c a b | c a b . ."),
-        (Task::Sort, "c a b | a b c . ."),
+    use revtx_engine::data::{encode, Alphabet, Targets, Task};
+    for (task, letters, problem, want) in [
+        (Task::Reverse, 10, "cab", "c a b | b a c . . ."),
+        (Task::Copy, 10, "cab", "c a b | c a b . . ."),
+        (Task::Sort, 10, "cab", "c a b | a b c . . ."),
+        // 47 + 85 = 132, the sum's digits least significant first.
+        (Task::Add, 10, "47+85", "4 7 + 8 5 = 2 3 1 ."),
+        // 3 + 1 = 10 in base 4: "03" + "01" = 010, written 0 1 0.
+        (Task::Add, 4, "03+01", "0 3 + 0 1 = 0 1 0 ."),
+        // Pairs c→a, b→d; the query b asks for d.
+        (Task::Recall, 4, "cabdb", "c a b d b | d . . ."),
     ] {
-        let (x, y) = encode(&s, task, 9, Targets::Answer, 0);
-        assert_eq!(render_row(&x), want, "{task:?}");
+        let alphabet = Alphabet::new(task, letters);
+        let s = alphabet.parse(problem).unwrap();
+        let (x, y) = encode(&s, alphabet, 10, Targets::Answer, 0);
+        assert_eq!(alphabet.render_row(&x), want, "{task:?}");
         assert_eq!(
-            &y[3..6],
-            &x[4..7],
-            "{task:?}: the answer's letters are the targets"
+            alphabet.problem_text(&s),
+            problem,
+            "{task:?}: text round trip"
         );
-        assert!(y[..3]
-            .iter()
-            .chain(&y[6..])
-            .all(|&t| t == revtx_engine::data::IGNORE));
+        let n = task.size(s.len());
+        let (p, total) = (task.prompt_len(n), task.sequence_len(n));
+        assert_eq!(
+            &y[p..total - 1],
+            &x[p + 1..total],
+            "{task:?}: the answer is the target"
+        );
+        assert!(
+            y[..p]
+                .iter()
+                .chain(&y[total - 1..])
+                .all(|&t| t == revtx_engine::data::IGNORE),
+            "{task:?}: nothing else is"
+        );
+    }
+    let add = Alphabet::new(Task::Add, 10);
+    assert_eq!(add.vocab(), 13, "ten digits, '=', the pad and '+'");
+    assert_eq!(Alphabet::new(Task::Recall, 4).vocab(), 6);
+    assert_eq!(Alphabet::CHAPTER.vocab(), 12);
+    for bad in ["12+3", "123", "1a+22"] {
+        assert!(add.parse(bad).is_err(), "{bad} is not an addition");
+    }
+    let recall = Alphabet::new(Task::Recall, 4);
+    for bad in ["cacbc", "cabdd", "cabd"] {
+        assert!(recall.parse(bad).is_err(), "{bad} is not a recall");
+    }
+}
+
+/// Every drawn problem is one its task poses: recall's keys distinct and its query among
+/// them, add's numbers of equal length; and every size in the range is drawn.
+#[test]
+fn drawn_problems_are_well_formed() {
+    use revtx_engine::data::{sample_problems, Alphabet, Task};
+    use revtx_engine::rng::Rng;
+    for (task, letters) in [
+        (Task::Reverse, 10),
+        (Task::Add, 3),
+        (Task::Recall, 5),
+        (Task::Sort, 26),
+    ] {
+        let a = Alphabet::new(task, letters);
+        let problems = sample_problems(&mut Rng::new(7), a, 500, 1, 5);
+        let mut sizes = std::collections::BTreeSet::new();
+        for s in &problems {
+            sizes.insert(task.size(s.len()));
+            assert_eq!(task.symbols(task.size(s.len())), s.len());
+            assert!(s.iter().all(|&c| (c as usize) < letters));
+            assert_eq!(a.parse(&a.problem_text(s)).as_ref(), Ok(s), "{task:?}");
+        }
+        assert_eq!(sizes.into_iter().collect::<Vec<_>>(), vec![1, 2, 3, 4, 5]);
     }
 }
 

@@ -157,6 +157,18 @@ impl PositionEncoding {
         }
     }
 
+    /// Whether the page's widget (`static/widget/model.js`) runs this value: a widget
+    /// naming a run with a value it does not run is a `widget-model` error.
+    pub fn in_widget(self) -> bool {
+        match self {
+            PositionEncoding::Learned
+            | PositionEncoding::Sinusoidal
+            | PositionEncoding::Rope
+            | PositionEncoding::Alibi
+            | PositionEncoding::None => true,
+        }
+    }
+
     /// Whether a vector is added to each token before the first block.
     pub fn adds_vectors(self) -> bool {
         matches!(
@@ -194,6 +206,14 @@ impl NormPlacement {
             NormPlacement::None => "none",
         }
     }
+
+    /// Whether the page's widget (`static/widget/model.js`) runs this value: a widget
+    /// naming a run with a value it does not run is a `widget-model` error.
+    pub fn in_widget(self) -> bool {
+        match self {
+            NormPlacement::Pre | NormPlacement::Post | NormPlacement::None => true,
+        }
+    }
 }
 
 /// What a norm computes (`model.norm_kind`).
@@ -219,6 +239,14 @@ impl NormKind {
         match self {
             NormKind::Layer => "layer",
             NormKind::Rms => "rms",
+        }
+    }
+
+    /// Whether the page's widget (`static/widget/model.js`) runs this value: a widget
+    /// naming a run with a value it does not run is a `widget-model` error.
+    pub fn in_widget(self) -> bool {
+        match self {
+            NormKind::Layer | NormKind::Rms => true,
         }
     }
 }
@@ -250,6 +278,14 @@ impl Activation {
             Activation::Relu => "relu",
         }
     }
+
+    /// Whether the page's widget (`static/widget/model.js`) runs this value: a widget
+    /// naming a run with a value it does not run is a `widget-model` error.
+    pub fn in_widget(self) -> bool {
+        match self {
+            Activation::Gelu | Activation::Relu => true,
+        }
+    }
 }
 
 impl ModelConfig {
@@ -275,10 +311,9 @@ impl ModelConfig {
     }
 
     /// What of this model differs from the chapter's block in words, or `None` when
-    /// nothing does: the page's widget (`static/widget/`) runs, and the block diagram draws,
-    /// learned positions, pre-norm blocks with layer norms and GELU, with every attention
-    /// switch.
-    pub fn widget_cannot_run(&self) -> Option<String> {
+    /// nothing does: the block diagram draws learned positions, pre-norm blocks with
+    /// layer norms and GELU, with every attention switch.
+    pub fn differs_from_chapter(&self) -> Option<String> {
         let mut what = Vec::new();
         if self.position_encoding != PositionEncoding::Learned {
             what.push(format!(
@@ -295,6 +330,23 @@ impl ModelConfig {
         if self.activation != Activation::Gelu {
             what.push(format!("activation = \"{}\"", self.activation.name()));
         }
+        (!what.is_empty()).then(|| what.join(", "))
+    }
+
+    /// The choices of this model that the page's widget does not run, in words, or `None`.
+    pub fn widget_cannot_run(&self) -> Option<String> {
+        let what: Vec<String> = [
+            (!self.position_encoding.in_widget())
+                .then(|| format!("position_encoding = \"{}\"", self.position_encoding.name())),
+            (!self.norm.in_widget()).then(|| format!("norm = \"{}\"", self.norm.name())),
+            (!self.norm_kind.in_widget())
+                .then(|| format!("norm_kind = \"{}\"", self.norm_kind.name())),
+            (!self.activation.in_widget())
+                .then(|| format!("activation = \"{}\"", self.activation.name())),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
         (!what.is_empty()).then(|| what.join(", "))
     }
 }

@@ -8,7 +8,7 @@
 //!   into a `RunConfig` and rejects unknown fields.
 
 use crate::config::{ModelConfig, SoftmaxAxis};
-use crate::task::{Targets, Task};
+use crate::task::{Alphabet, Targets, Task, DEFAULT_LETTERS};
 use serde::{Deserialize, Serialize};
 
 /// Everything one run needs, apart from its seed.
@@ -43,12 +43,19 @@ pub enum RunKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DataConfig {
-    /// What the model answers each string with.
+    /// What problem each sequence poses, and what the model answers it with.
     #[serde(default, skip_serializing_if = "Task::is_reverse")]
     pub task: Task,
-    /// Shortest training string, in letters.
+    /// How many letters the alphabet has (`a`.., or digits under `add`).
+    #[serde(
+        default = "default_letters",
+        skip_serializing_if = "is_default_letters"
+    )]
+    pub letters: usize,
+    /// Smallest training problem: letters of a string, digits of each number under `add`,
+    /// pairs under `recall`.
     pub min_len: usize,
-    /// Longest training string, in letters.
+    /// Largest training problem, in the same unit.
     pub max_len: usize,
     /// Which positions are scored by the loss.
     pub targets: Targets,
@@ -169,6 +176,25 @@ fn is_default_eps(x: &f64) -> bool {
     *x == DEFAULT_EPS
 }
 
+fn default_letters() -> usize {
+    DEFAULT_LETTERS
+}
+
+#[allow(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_default_letters(n: &usize) -> bool {
+    *n == DEFAULT_LETTERS
+}
+
+impl DataConfig {
+    /// The task over this run's letters.
+    pub fn alphabet(&self) -> Alphabet {
+        Alphabet::new(self.task, self.letters)
+    }
+}
+
 #[allow(
     clippy::trivially_copy_pass_by_ref,
     reason = "serde's skip_serializing_if passes a reference"
@@ -218,6 +244,7 @@ impl RunConfig {
             model: ModelConfig::chapter(),
             data: DataConfig {
                 task: Task::Reverse,
+                letters: DEFAULT_LETTERS,
                 min_len: 3,
                 max_len: 8,
                 targets: Targets::Answer,
@@ -281,10 +308,16 @@ impl RunConfig {
                 out.push((key, msg));
             }
         };
+        let alphabet = d.alphabet();
         need(
-            m.vocab == crate::task::VOCAB,
+            alphabet.problem().is_none(),
+            "data.letters",
+            alphabet.problem().unwrap_or_default(),
+        );
+        need(
+            m.vocab == alphabet.vocab(),
             "model.vocab",
-            "model.vocab must be 12: ten letters, the separator and the pad",
+            "model.vocab must be data.letters + 2 (the separator and the pad; 12 for the chapter's ten letters), one more under add (the plus sign)",
         );
         need(
             m.n_heads > 0 && m.d_model > 0 && m.d_model % m.n_heads == 0,
@@ -322,9 +355,14 @@ impl RunConfig {
         );
         let longest = d.max_len.max(e.test_max_len).max(e.long_max_len);
         need(
-            2 * longest < m.positions as usize,
+            alphabet.max_size().is_none_or(|most| longest <= most),
+            "data.max_len",
+            "recall's keys are distinct: no problem may have more pairs than data.letters",
+        );
+        need(
+            d.task.sequence_len(longest) <= m.positions as usize,
             "model.positions",
-            "the longest string and its reversal must fit in model.positions",
+            "the longest problem, the separator and its answer must fit in model.positions",
         );
         need(
             t.steps > 0 && t.batch_size > 0,
@@ -392,18 +430,21 @@ impl RunConfig {
             "train.weight_decay",
             "train.weight_decay must be at least 0",
         );
-        let letters = |s: &str| crate::task::parse_letters(s).is_some_and(|l| !l.is_empty());
+        let fits = |s: &str| {
+            alphabet.problem().is_some()
+                || alphabet.parse(s).is_ok_and(|p| {
+                    d.task.sequence_len(d.task.size(p.len())) <= m.positions as usize
+                })
+        };
         need(
-            letters(&e.attention_input) && 2 * e.attention_input.len() < m.positions as usize,
+            fits(&e.attention_input),
             "eval.attention_input",
-            "eval.attention_input must be letters a-j that fit, with their reversal, in model.positions",
+            "eval.attention_input must be a problem of data.task over data.letters (abc; 12+34 under add; acbdb under recall) that fits, with its answer, in model.positions",
         );
         need(
-            e.decode
-                .iter()
-                .all(|s| letters(s) && 2 * s.len() < m.positions as usize),
+            e.decode.iter().all(|s| fits(s)),
             "eval.decode",
-            "eval.decode strings must be letters a-j that fit in model.positions",
+            "eval.decode must list problems of data.task over data.letters (abc; 12+34 under add; acbdb under recall) that fit, with their answers, in model.positions",
         );
         need(
             self.kind != RunKind::DotVariance
@@ -414,6 +455,26 @@ impl RunConfig {
         out
     }
 
+    /// What of this run the page's widget (`static/widget/`) cannot run, in words, or
+    /// `None`: the model's choices it does not run ([`ModelConfig::widget_cannot_run`]),
+    /// a task it does not run (it runs those that answer a string of letters with as many
+    /// letters), or other letters than a-j.
+    pub fn widget_cannot_run(&self) -> Option<String> {
+        let d = &self.data;
+        let what: Vec<String> = [
+            self.model.widget_cannot_run(),
+            match d.task {
+                Task::Reverse | Task::Copy | Task::Sort => None,
+                Task::Add | Task::Recall => Some(format!("task = \"{}\"", d.task.name())),
+            },
+            (d.letters != DEFAULT_LETTERS).then(|| format!("letters = {}", d.letters)),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        (!what.is_empty()).then(|| what.join(", "))
+    }
+
     /// Columns a training batch runs at: the engine cuts each batch after its last real
     /// token when the mask allows it (causal, softmax over keys), and strings at a random
     /// offset may reach the last position.
@@ -422,7 +483,7 @@ impl RunConfig {
         let all = m.positions as usize;
         let trimmed = m.attn.causal && m.attn.softmax == SoftmaxAxis::Keys;
         if trimmed && !self.data.random_offset {
-            (2 * self.data.max_len + 1).min(all)
+            self.data.task.sequence_len(self.data.max_len).min(all)
         } else {
             all
         }

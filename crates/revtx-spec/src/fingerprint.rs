@@ -1,12 +1,13 @@
 //! The engine's code fingerprint: a hash of the source that decides what a run computes,
-//! which is exactly the `revtx-engine` crate (its manifest, build script and `src/`, C++
-//! included; not its tests). Part of every cache key. Both build scripts call this, the
+//! which is the `revtx-engine` crate (its manifest, build script and `src/`, C++ included;
+//! not its tests) and the tasks it trains on (`revtx-spec`'s `task.rs`, whose answers the
+//! engine encodes and scores). Part of every cache key. Both build scripts call this, the
 //! compiler's to key the cache and the engine's to stamp its results, so they agree.
 
 use std::path::{Path, PathBuf};
 
-/// The paths under the engine crate that count, relative to it.
-pub const ENGINE_SOURCES: &[&str] = &["Cargo.toml", "build.rs", "src"];
+/// The paths that count, relative to the engine crate.
+pub const ENGINE_SOURCES: &[&str] = &["Cargo.toml", "build.rs", "src", "../revtx-spec/src/task.rs"];
 
 /// The fingerprint of the engine crate at `engine_dir` (16 hex digits), and every file it
 /// read, for `cargo:rerun-if-changed`.
@@ -89,6 +90,19 @@ mod tests {
         std::fs::write(torch.join("build-version"), "2.13.0\n").unwrap();
         assert_eq!(libtorch_version_checked(Some(&torch)).unwrap(), "2.13.0");
         assert_eq!(libtorch_version(Some(&dir)), "unknown");
+    }
+
+    /// The real engine's fingerprint reads the tasks' code: a change to an answer changes
+    /// what every run trains on.
+    #[test]
+    fn covers_the_tasks() {
+        let engine_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../revtx-engine");
+        let (_, files) = engine(&engine_dir);
+        assert!(
+            files.iter().any(|f| f.ends_with("revtx-spec/src/task.rs")),
+            "{files:?}"
+        );
+        assert!(files.iter().any(|f| f.ends_with("src/model/mod.rs")));
     }
 
     #[test]

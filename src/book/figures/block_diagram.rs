@@ -24,7 +24,7 @@ impl Figure for Spec {
         let config = &run.first().config;
         // The diagram draws the chapter's pre-norm block with learned positions and GELU;
         // another choice would be drawn wrongly, so it is refused, naming the choice.
-        if let Some(what) = config.model.widget_cannot_run() {
+        if let Some(what) = config.model.differs_from_chapter() {
             return Err(Diagnostic::error(
                 Code::Figure,
                 None,

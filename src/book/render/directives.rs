@@ -145,21 +145,14 @@ impl Renderer<'_> {
                 );
                 return String::new();
             }
-            let task = result.config.data.task;
-            let cannot = match (result.config.model.widget_cannot_run(), task.is_reverse()) {
-                (Some(what), true) => Some(what),
-                (Some(what), false) => Some(format!("{what}, task = \"{}\"", task.name())),
-                (None, false) => Some(format!("task = \"{}\"", task.name())),
-                (None, true) => None,
-            };
-            if let Some(what) = cannot {
+            if let Some(what) = result.config.widget_cannot_run() {
                 self.diags.push(
                     Diagnostic::error(
                         Code::WidgetModel,
                         Some(span.clone()),
-                        format!("the widget cannot run `{}`: its model has {what}", m.run),
+                        format!("the widget cannot run `{}`: its run has {what}", m.run),
                     )
-                    .hint("the page runs the reversal task with learned positions, pre-norm blocks with layer norms and GELU; show this run with a figure"),
+                    .hint("the page runs models that answer a string of the letters a-j with as many letters (reverse, copy, sort); show this run with a figure"),
                 );
                 return String::new();
             }
