@@ -51,6 +51,11 @@ enum Cmd {
         /// Rewrite drifted quoted figures in the source to their recomputed values.
         #[arg(long)]
         bless: bool,
+        /// Train every run with its seeds moved up by K, into its own cache
+        /// (`<cache>/seed-shift/`, the book's read too), and list every asserted statement
+        /// that no longer holds; quoted figures are expected to differ and are counted.
+        #[arg(long, value_name = "K", conflicts_with = "bless", value_parser = clap::value_parser!(u64).range(1..))]
+        seed_shift: Option<u64>,
     },
     /// Build, serve on 127.0.0.1, rebuild and reload the browser on change.
     Serve {
@@ -77,9 +82,13 @@ enum Cmd {
         #[arg(long, value_enum, default_value_t = Profile::Portable)]
         profile: Profile,
     },
+    /// Print what a run produced, from the cache: every path an expression can read on it
+    /// and its value (per seed for an ensemble), or `--json`.
+    Show(cmd::show::ShowArgs),
     /// Time reference training against the PyTorch peer, side by side.
     Bench(cmd::bench::BenchArgs),
-    /// Run one experiment by name (see `run --list`); forwards to the engine.
+    /// Train one run the book declares (`run ID [--seeds 5,6]`, with build's options), or
+    /// one of the engine's presets by name (see `run --list`).
     #[command(disable_help_flag = true)]
     Run {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
@@ -109,8 +118,20 @@ fn main() -> ExitCode {
             opts.pdf = !no_pdf;
             cmd::build::report(&common, &opts, "build")
         }
-        Cmd::Check { common, bless } => {
-            cmd::build::report(&common, &common.options(None, bless), "check")
+        Cmd::Check {
+            common,
+            bless,
+            seed_shift,
+        } => {
+            let mut opts = common.options(None, bless);
+            if let Some(k) = seed_shift {
+                // Its own cache, the book's read beside it (the seeds both share).
+                let book_cache = opts.runs.cache_dir.clone();
+                opts.runs.cache_dir = book_cache.join("seed-shift");
+                opts.runs.extra_caches.insert(0, book_cache);
+                opts.seed_shift = k;
+            }
+            cmd::build::report(&common, &opts, "check")
         }
         Cmd::Serve { common, port, pdf } => {
             let mut opts = common.options(Some(PathBuf::from("site")), false);
@@ -123,11 +144,15 @@ fn main() -> ExitCode {
         Cmd::Bench(args) => cmd::bench::bench(&args),
         Cmd::Numerics { root, profile } => cmd::numerics::numerics(&root, profile),
         Cmd::Run { args } => run_engine(&args),
+        Cmd::Show(args) => cmd::show::show(&args),
     }
 }
 
 /// `revtx-book run ...`: the engine's own `run` command.
 fn run_engine(args: &[String]) -> ExitCode {
+    if let Some(code) = cmd::run::declared(args) {
+        return code;
+    }
     let engine = runs::engine_path();
     match std::process::Command::new(&engine)
         .arg("run")

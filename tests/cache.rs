@@ -290,3 +290,17 @@ fn the_serve_memo_never_hides_a_changed_entry() {
         changed.run_report
     );
 }
+
+/// `--offline` on an empty cache: the figure of a declared run that could not train says
+/// nothing of its own (the run's `offline` error says why), never "unknown run".
+#[test]
+fn offline_on_an_empty_cache_blames_the_cache_not_the_run() {
+    let p = Project::new(&format!(
+        "# C\n\n{TINY_RUN}\n\n```figure fig-loss\nkind = \"loss\"\nruns = [\"tiny\"]\ncaption = \"Loss.\"\n```\n"
+    ));
+    let mut opts = p.options(false);
+    opts.runs.offline = true;
+    let off = revtx_book::book::build(&opts);
+    let codes: Vec<Code> = off.diags.iter().map(|d| d.code).collect();
+    assert_eq!(codes, [Code::Offline], "{:?}", located(&off));
+}

@@ -31,6 +31,56 @@ pub fn not_comparable(diags: &mut [Diagnostic], profile: revtx_spec::profile::Pr
     }
 }
 
+/// Under `check --seed-shift K` the runs trained on other seeds, so quoted figures are
+/// expected to read differently: their drift is dropped, and every chapter with a moved
+/// figure is written as it reads under the shift into `dir` (`dir/book/chapter-1.md`),
+/// for reading; the source is not touched. Returns a line for the run report. False
+/// assertions stay errors: a sentence that holds only for the seeds drawn is what the
+/// shift is for.
+pub fn seed_shifted(
+    diags: &mut Vec<Diagnostic>,
+    shift: u64,
+    claims: &[ClaimRecord],
+    sources: &Sources,
+    dir: &std::path::Path,
+) -> String {
+    diags.retain(|d| d.code != Code::Drift);
+    let mut moved = 0;
+    let mut written = Vec::new();
+    for (f, text, edits) in rewritten(claims, sources) {
+        moved += edits.len();
+        let shown = sources.display_path(f);
+        let to = dir.join(&shown);
+        let wrote = to
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| site::write_atomic(&to, text.as_bytes()));
+        match wrote {
+            Ok(()) => written.push(to.display().to_string()),
+            Err(e) => diags.push(Diagnostic::error(
+                Code::Io,
+                None,
+                format!("cannot write {}: {e}", to.display()),
+            )),
+        }
+    }
+    let false_now = diags
+        .iter()
+        .filter(|d| d.code == Code::AssertionFalse)
+        .count();
+    let s = |n: usize| if n == 1 { "" } else { "s" };
+    let read = if written.is_empty() {
+        String::new()
+    } else {
+        format!("; as they read now: {}", written.join(", "))
+    };
+    format!(
+        "seed shift: every seed moved up by {shift}; {moved} quoted figure{} read differently (expected), {false_now} asserted statement{} false{read}",
+        s(moved),
+        s(false_now),
+    )
+}
+
 /// One quoted figure `--bless` rewrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BlessEdit {
@@ -50,28 +100,9 @@ pub fn bless(
     sources: &Sources,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<BlessEdit> {
-    // (where, the new text), last first within a file so earlier offsets stay valid.
-    let mut edits: Vec<(&Span, String)> = claims
-        .iter()
-        .filter(|c| c.verdict == Verdict::Drift)
-        .filter_map(|c| Some((c.quoted_span.as_ref()?, c.formatted.clone()?)))
-        .collect();
-    edits.sort_by_key(|(span, _)| (span.file, std::cmp::Reverse(span.range.start)));
     let mut report = Vec::new();
-    let mut files: Vec<usize> = edits.iter().map(|(span, _)| span.file).collect();
-    files.dedup();
-    for f in files {
-        let mut text = sources.text(f).to_string();
-        for (span, new) in edits.iter().filter(|(span, _)| span.file == f) {
-            let (line, _) = sources.line_col(f, span.range.start);
-            report.push(BlessEdit {
-                file: sources.display_path(f),
-                line,
-                old: text[span.range.clone()].to_string(),
-                new: new.clone(),
-            });
-            text.replace_range(span.range.clone(), new);
-        }
+    for (f, text, edits) in rewritten(claims, sources) {
+        report.extend(edits);
         if let Err(e) = site::write_atomic(sources.path(f), text.as_bytes()) {
             diags.push(Diagnostic::error(
                 Code::Io,
@@ -104,6 +135,38 @@ pub fn bless(
         }
         diags.push(d);
     }
-    report.reverse();
     report
+}
+
+/// Every source file with a drifted quoted figure, as it reads with each such figure
+/// rewritten to its recomputed value, and the edits in source order.
+fn rewritten(claims: &[ClaimRecord], sources: &Sources) -> Vec<(usize, String, Vec<BlessEdit>)> {
+    // (where, the new text), last first within a file so earlier offsets stay valid.
+    let mut edits: Vec<(&Span, String)> = claims
+        .iter()
+        .filter(|c| c.verdict == Verdict::Drift)
+        .filter_map(|c| Some((c.quoted_span.as_ref()?, c.formatted.clone()?)))
+        .collect();
+    edits.sort_by_key(|(span, _)| (span.file, std::cmp::Reverse(span.range.start)));
+    let mut files: Vec<usize> = edits.iter().map(|(span, _)| span.file).collect();
+    files.dedup();
+    files
+        .into_iter()
+        .map(|f| {
+            let mut text = sources.text(f).to_string();
+            let mut report = Vec::new();
+            for (span, new) in edits.iter().filter(|(span, _)| span.file == f) {
+                let (line, _) = sources.line_col(f, span.range.start);
+                report.push(BlessEdit {
+                    file: sources.display_path(f),
+                    line,
+                    old: text[span.range.clone()].to_string(),
+                    new: new.clone(),
+                });
+                text.replace_range(span.range.clone(), new);
+            }
+            report.reverse();
+            (f, text, report)
+        })
+        .collect()
 }

@@ -42,6 +42,7 @@ pub mod runs;
 pub mod site;
 pub mod sitefiles;
 pub mod tables;
+pub mod why;
 
 use crate::book::codes::Code;
 use claims::ClaimRecord;
@@ -74,6 +75,10 @@ pub struct BuildOptions {
     pub deny_warnings: bool,
     /// Typeset the print edition (`site/<title>.pdf`) with the site.
     pub pdf: bool,
+    /// Move every run's seeds up by this much (`check --seed-shift K`; 0: none). Quoted
+    /// figures are then expected to differ and are counted, not errors; every assertion
+    /// must still hold.
+    pub seed_shift: u64,
 }
 
 /// Everything a build produced, diagnostics included.
@@ -131,7 +136,8 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     let Some(book) = book else { return };
 
     let t = Instant::now();
-    let plans = runs::plan(&book, &o.sources, &mut o.diags);
+    let mut plans = runs::plan(&book, &o.sources, &mut o.diags);
+    shift_seeds(&mut plans, opts.seed_shift);
     unknown_reruns(&opts.runs, &plans, &mut o.diags);
     o.timings.push(("plan", t.elapsed()));
 
@@ -202,6 +208,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     if !o.comparable {
         bless::not_comparable(&mut o.diags, opts.runs.profile);
     }
+    seed_shift_stage(opts, o, &claims);
     if opts.bless {
         bless_stage(opts, o, &claims, measured.as_ref());
     }
@@ -231,6 +238,29 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     o.timings.push(("write", t.elapsed()));
     o.claims = claims;
     o.chapters = chapters;
+}
+
+/// `check --seed-shift K`: every run's seeds moved up by `k`.
+fn shift_seeds(plans: &mut [runs::RunPlan], k: u64) {
+    for p in plans {
+        p.seeds.iter_mut().for_each(|s| *s += k);
+    }
+}
+
+/// `check --seed-shift K` after rendering: drift expected and counted, the chapters as they
+/// read under the shift written beside its cache (see `bless::seed_shifted`).
+fn seed_shift_stage(opts: &BuildOptions, o: &mut Outcome, claims: &[ClaimRecord]) {
+    if opts.seed_shift == 0 {
+        return;
+    }
+    let line = bless::seed_shifted(
+        &mut o.diags,
+        opts.seed_shift,
+        claims,
+        &o.sources,
+        &opts.runs.cache_dir,
+    );
+    o.run_report.push(line);
 }
 
 /// An output folder the tool may not write is refused before anything is read or run.

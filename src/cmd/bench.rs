@@ -349,6 +349,7 @@ fn cold(args: &BenchArgs, peak: f64, peak_avx2: f64) -> ExitCode {
         ignore_numerics: false,
         deny_warnings: false,
         pdf: false,
+        seed_shift: 0,
     };
     let started = Instant::now();
     let o = book::build(&opts);

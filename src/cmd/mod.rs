@@ -4,8 +4,10 @@
 pub mod bench;
 pub mod build;
 pub mod numerics;
+pub mod run;
 pub mod serve;
 pub mod shard;
+pub mod show;
 
 use clap::Args;
 use revtx_book::book::{runs, BuildOptions};
@@ -111,6 +113,7 @@ impl Common {
             ignore_numerics: self.ignore_numerics,
             deny_warnings: self.deny_warnings,
             pdf: false,
+            seed_shift: 0,
         }
     }
 }

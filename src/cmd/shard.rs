@@ -20,6 +20,14 @@ pub struct PlanArgs {
     /// Print the plan as JSON.
     #[arg(long)]
     json: bool,
+    /// Say why each run trains: the nearest cached entry and every way it differs (a
+    /// config field and its two values, the seed, the engine, libtorch, the profile); for
+    /// a cached run, the entry that serves it.
+    #[arg(long, conflicts_with_all = ["json", "shards"])]
+    why: bool,
+    /// With `--why`: that run's seeds only.
+    #[arg(requires = "why")]
+    run: Option<String>,
 }
 
 #[derive(Args)]
@@ -103,6 +111,9 @@ pub fn plan(args: &PlanArgs) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&p).unwrap_or_default());
         return ExitCode::SUCCESS;
     }
+    if args.why {
+        return why(&args.common, &p, args.run.as_deref());
+    }
     println!(
         "{:<16} {:>4}  {:<24} {:>7} {:>9} {:>8}",
         "run", "seed", "key", "cached", "GFLOP", "est. s"
@@ -158,6 +169,56 @@ pub fn plan(args: &PlanArgs) -> ExitCode {
             "slowest shard {:.0} s (ideal split {:.0} s, critical path {:.0} s)",
             p.makespan_seconds, ideal, p.critical_seconds
         );
+    }
+    ExitCode::SUCCESS
+}
+
+/// `revtx-book plan --why [RUN]`: each (run, seed), cached or not, and why.
+fn why(common: &Common, p: &plan::Plan, only: Option<&str>) -> ExitCode {
+    let opts = common.options(None, false);
+    let runs: Vec<&plan::Planned> = p
+        .runs
+        .iter()
+        .filter(|r| only.is_none_or(|id| r.run == id))
+        .collect();
+    if let (Some(id), true) = (only, runs.is_empty()) {
+        let declared: Vec<&str> = p.runs.iter().map(|r| r.run.as_str()).collect();
+        eprintln!(
+            "error[unknown-run]: the book declares no run `{id}`\n  = help: declared: {}",
+            declared.join(", ")
+        );
+        return ExitCode::FAILURE;
+    }
+    let entries = book::why::Entries::read(&opts.runs.caches());
+    for r in runs {
+        let label = format!("{} seed {}", r.run, r.seed);
+        if r.cached {
+            let dir = opts
+                .runs
+                .caches()
+                .into_iter()
+                .map(|c| c.join("runs").join(&r.key))
+                .find(|d| d.is_dir())
+                .unwrap_or_default();
+            println!(
+                "{label}: cached, served by {}",
+                book::why::shown(&dir, &opts.root)
+            );
+            continue;
+        }
+        match entries.nearest(&r.job, opts.runs.profile) {
+            None => println!("{label}: trains: the caches hold no run at all"),
+            Some(n) => {
+                println!(
+                    "{label}: trains: the nearest cached entry, {}, differs in {}:",
+                    book::why::shown(&n.dir, &opts.root),
+                    n.differences.len()
+                );
+                for d in &n.differences {
+                    println!("    {}: {} there, {} here", d.what, d.cached, d.wanted);
+                }
+            }
+        }
     }
     ExitCode::SUCCESS
 }

@@ -112,6 +112,7 @@ impl Project {
             ignore_numerics: false,
             deny_warnings: false,
             pdf: false,
+            seed_shift: 0,
         }
     }
 

@@ -24,6 +24,11 @@ fn resolve<'r, K>(
     let mut out = Vec::new();
     for (id, label) in b.runs.iter().zip(b.run_labels()) {
         let Some(produced) = results.by_run.get(id) else {
+            if results.plans.iter().any(|p| &p.id == id) {
+                // Declared, but it failed or could not train (`--offline` and not in the
+                // cache): its own error says why.
+                return None;
+            }
             diags.push(Diagnostic::unknown_run(
                 what,
                 id,
