@@ -13,13 +13,23 @@ MODELS := reference,noscale,softq,nomask
 # The least number of pages the book's PDF may have (title, contents, the chapter).
 PDF_PAGES := 12
 
-.PHONY: site test check setup build bench crosscheck browser textbook guide lint-workflows clean-site
+PREFIX ?= $(HOME)/.local
+
+.PHONY: install site test check setup build bench crosscheck browser textbook guide lint-workflows clean-site
 
 setup:
 	@scripts/setup-libtorch.sh
 
 build: setup
 	$(CARGO) build --release --locked --workspace
+
+# The two binaries into $(PREFIX)/bin (default ~/.local/bin): `revtx-book` finds the engine
+# beside it, and the engine finds libtorch in this clone's .libtorch/ (its rpath), so keep
+# the clone. The theme ships inside `revtx-book`: `revtx-book init DIR` starts a book
+# anywhere.
+install: build
+	install -d $(PREFIX)/bin
+	install -m 755 target/release/revtx-book target/release/revtx-engine $(PREFIX)/bin/
 
 # Build the site into site/, with the print edition beside it (trains what the run cache
 # lacks; a machine whose numerics differ from the book's stops within seconds, before

@@ -33,6 +33,13 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Cmd {
+    /// Start a new book in DIR (default: here) that builds and checks clean at once; the
+    /// theme is the binary's, and a book overrides a file by adding its own.
+    Init {
+        /// The folder of the new book (created if missing; nothing in it is overwritten).
+        #[arg(default_value = ".")]
+        dir: PathBuf,
+    },
     /// Run the experiments the book needs (cached when possible) and write the site.
     Build {
         #[command(flatten)]
@@ -145,6 +152,7 @@ fn main() -> ExitCode {
         Cmd::Numerics { root, profile } => cmd::numerics::numerics(&root, profile),
         Cmd::Run { args } => run_engine(&args),
         Cmd::Show(args) => cmd::show::show(&args),
+        Cmd::Init { dir } => cmd::init::init(&dir),
     }
 }
 

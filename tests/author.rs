@@ -1,15 +1,16 @@
-//! What an author does between builds, through the command line: look at a run
+//! What an author does, through the command line, outside this repository: start a book
+//! with `init` in an empty folder (no templates, no static files: the theme is the
+//! binary's) and build it; add a chapter with a run and an ensemble; look at a run
 //! (`show`), train one by its id (`run ID --seeds`), ask why a run trains (`plan --why`)
 //! after editing a key, and test the chapter's sentences under other seeds
-//! (`check --seed-shift K`). One fixture project, built once.
+//! (`check --seed-shift K`).
 
-mod common;
-use common::*;
+use std::path::Path;
 use std::process::Output;
 
-const CHAPTER: &str = "# Author
+const CHAPTER: &str = "# Second
 
-```run tiny
+```run short
 base = \"reference\"
 [train]
 steps = 20
@@ -20,20 +21,54 @@ long_size = 8
 ```
 
 ```run pair
-base = \"tiny\"
+base = \"short\"
 seeds = [0, 1]
 ```
 
-The single run trained at seed [0]{=tiny.seed}, and [its seed is below one]{? tiny.seed < 1}.
+The single run trained at seed [0]{=short.seed}, and [its seed is below one]{? short.seed < 1}.
 The ensemble's last seed is [1]{=pair.seeds[1]}.
 ";
 
-fn cli(p: &Project, args: &[&str]) -> Output {
+fn cli(root: &Path, args: &[&str]) -> Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_revtx-book"))
         .args(args)
-        .args(["--root", p.root().to_str().unwrap()])
+        .args(["--root", root.to_str().unwrap()])
         .output()
         .unwrap()
+}
+
+/// `init` in an empty folder gives a book that builds, site and PDF, with warnings denied,
+/// and a second `init` there overwrites nothing.
+fn init_and_build(root: &Path) {
+    let made = std::process::Command::new(env!("CARGO_BIN_EXE_revtx-book"))
+        .args(["init", root.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(made.status.success(), "{}", text(&made));
+    assert!(!root.join("templates").exists() && !root.join("static").exists());
+    let built = cli(root, &["build", "--deny-warnings"]);
+    let said = text(&built);
+    assert!(built.status.success(), "{said}");
+    assert!(said.contains("2 checked (0 drifted), 1 asserted"), "{said}");
+    assert!(said.contains("1 figures"), "{said}");
+    for f in [
+        "chapter-1.html",
+        "static/style.css",
+        "static/widget/model.js",
+        "a-new-book.pdf",
+    ] {
+        assert!(root.join("site").join(f).is_file(), "site/{f}");
+    }
+    let toml = std::fs::read_to_string(root.join("book/book.toml")).unwrap();
+    let again = std::process::Command::new(env!("CARGO_BIN_EXE_revtx-book"))
+        .args(["init", root.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert_eq!(
+        std::fs::read_to_string(root.join("book/book.toml")).unwrap(),
+        toml
+    );
 }
 
 fn text(o: &Output) -> String {
@@ -45,16 +80,28 @@ fn text(o: &Output) -> String {
 }
 
 #[test]
-fn show_run_why_and_seed_shift() {
-    let p = Project::new(CHAPTER);
-    let o = p.check();
-    assert_eq!(o.errors(), 0, "{:?}", located(&o));
+fn init_show_run_why_and_seed_shift() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("my-book");
+    init_and_build(&root);
+    std::fs::write(root.join("book/chapter-2.md"), CHAPTER).unwrap();
+    let toml = std::fs::read_to_string(root.join("book/book.toml")).unwrap();
+    std::fs::write(
+        root.join("book/book.toml"),
+        toml.replace(
+            "chapters = [\"chapter-1.md\"]",
+            "chapters = [\"chapter-1.md\", \"chapter-2.md\"]",
+        ),
+    )
+    .unwrap();
+    let built = cli(&root, &["build"]);
+    assert!(built.status.success(), "{}", text(&built));
 
     // show: every path with its value, per seed for the ensemble; a path narrows it.
-    let one = cli(&p, &["show", "tiny"]);
+    let one = cli(&root, &["show", "short"]);
     let shown = text(&one);
     assert!(one.status.success(), "{shown}");
-    assert!(shown.contains("`tiny` is one run"), "{shown}");
+    assert!(shown.contains("`short` is one run"), "{shown}");
     for path in [
         "params",
         "seed",
@@ -67,7 +114,7 @@ fn show_run_why_and_seed_shift() {
             "no row for {path}:\n{shown}"
         );
     }
-    let pair = text(&cli(&p, &["show", "pair", "train.test"]));
+    let pair = text(&cli(&root, &["show", "pair", "train.test"]));
     assert!(pair.contains("seed 0") && pair.contains("seed 1"), "{pair}");
     assert!(
         pair.lines().any(|l| l.starts_with("train.test.accuracy")),
@@ -77,10 +124,10 @@ fn show_run_why_and_seed_shift() {
         !pair.lines().any(|l| l.starts_with("params")),
         "narrowed: {pair}"
     );
-    let json = cli(&p, &["show", "pair", "seed", "--json"]);
+    let json = cli(&root, &["show", "pair", "seed", "--json"]);
     let seeds: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
     assert_eq!(seeds, serde_json::json!([0, 1]));
-    let missing = cli(&p, &["show", "nosuch"]);
+    let missing = cli(&root, &["show", "nosuch"]);
     assert!(!missing.status.success());
     assert!(
         text(&missing).contains("unknown run `nosuch`"),
@@ -89,39 +136,39 @@ fn show_run_why_and_seed_shift() {
     );
 
     // run ID: a declared run at other seeds, into the book's cache; show is unchanged.
-    let ran = cli(&p, &["run", "tiny", "--seeds", "3"]);
+    let ran = cli(&root, &["run", "short", "--seeds", "3"]);
     let said = text(&ran);
     assert!(ran.status.success(), "{said}");
-    assert!(said.contains("tiny seed 3: trained"), "{said}");
-    let again = text(&cli(&p, &["run", "tiny", "--seeds", "3"]));
-    assert!(again.contains("tiny seed 3: cached"), "{again}");
+    assert!(said.contains("short seed 3: trained"), "{said}");
+    let again = text(&cli(&root, &["run", "short", "--seeds", "3"]));
+    assert!(again.contains("short seed 3: cached"), "{again}");
 
     // plan --why: a cached run names its entry; after an edit, the nearest entry and the key.
-    let why = text(&cli(&p, &["plan", "--why", "tiny"]));
+    let why = text(&cli(&root, &["plan", "--why", "short"]));
     assert!(
-        why.contains("tiny seed 0: cached, served by .revtx-cache/runs/"),
+        why.contains("short seed 0: cached, served by .revtx-cache/runs/"),
         "{why}"
     );
-    let edited = p.chapter().replacen("steps = 20", "steps = 21", 1);
-    std::fs::write(p.root().join("book/chapter.md"), &edited).unwrap();
-    let why = text(&cli(&p, &["plan", "--why"]));
+    let edited = CHAPTER.replacen("steps = 20", "steps = 21", 1);
+    std::fs::write(root.join("book/chapter-2.md"), &edited).unwrap();
+    let why = text(&cli(&root, &["plan", "--why"]));
     assert!(
-        why.contains("tiny seed 0: trains: the nearest cached entry"),
+        why.contains("short seed 0: trains: the nearest cached entry"),
         "{why}"
     );
     assert!(why.contains("train.steps: 20 there, 21 here"), "{why}");
-    let unknown = cli(&p, &["plan", "--why", "nosuch"]);
+    let unknown = cli(&root, &["plan", "--why", "nosuch"]);
     assert!(!unknown.status.success(), "{}", text(&unknown));
-    std::fs::write(p.root().join("book/chapter.md"), CHAPTER).unwrap();
+    std::fs::write(root.join("book/chapter-2.md"), CHAPTER).unwrap();
 
     // check --seed-shift 1: the figure moves (counted), the assertion about seed 0 fails
     // at its line, the source is untouched, and the chapter as it reads is written.
-    let shifted = cli(&p, &["check", "--seed-shift", "1"]);
+    let shifted = cli(&root, &["check", "--seed-shift", "1"]);
     let said = text(&shifted);
     assert!(!shifted.status.success(), "{said}");
     assert!(said.contains("error[assertion-false]"), "{said}");
     assert!(
-        said.contains("chapter.md:18:"),
+        said.contains("chapter-2.md:18:"),
         "the assertion's line: {said}"
     );
     assert!(!said.contains("error[drift]"), "{said}");
@@ -129,13 +176,14 @@ fn show_run_why_and_seed_shift() {
         said.contains("every seed moved up by 1; 2 quoted figures read differently"),
         "{said}"
     );
-    assert_eq!(p.chapter(), CHAPTER, "the source is untouched");
+    let source = std::fs::read_to_string(root.join("book/chapter-2.md")).unwrap();
+    assert_eq!(source, CHAPTER, "the source is untouched");
     let read =
-        std::fs::read_to_string(p.root().join(".revtx-cache/seed-shift/book/chapter.md")).unwrap();
-    assert!(read.contains("trained at seed [1]{=tiny.seed}"), "{read}");
+        std::fs::read_to_string(root.join(".revtx-cache/seed-shift/book/chapter-2.md")).unwrap();
+    assert!(read.contains("trained at seed [1]{=short.seed}"), "{read}");
     assert!(read.contains("last seed is [2]{=pair.seeds[1]}"), "{read}");
-    assert!(p.root().join(".revtx-cache/seed-shift/runs").is_dir());
+    assert!(root.join(".revtx-cache/seed-shift/runs").is_dir());
     // The book itself still checks clean, from its own cache.
-    let plain = cli(&p, &["check", "--offline"]);
+    let plain = cli(&root, &["check", "--offline"]);
     assert!(plain.status.success(), "{}", text(&plain));
 }

@@ -42,6 +42,7 @@ pub mod runs;
 pub mod site;
 pub mod sitefiles;
 pub mod tables;
+pub mod theme;
 pub mod why;
 
 use crate::book::codes::Code;

@@ -57,9 +57,8 @@ pub fn write_if_changed(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 pub fn templates(root: &Path) -> Result<Environment<'static>> {
     let mut env = Environment::new();
-    let dir = root.join("templates");
     for name in ["page.html", "overlay.html", "runs.html", "index.html"] {
-        let text = std::fs::read_to_string(dir.join(name))
+        let text = super::theme::text(root, &format!("templates/{name}"))
             .with_context(|| format!("reading templates/{name}"))?;
         env.add_template_owned(name.to_string(), text)
             .with_context(|| format!("templates/{name}"))?;
@@ -184,11 +183,23 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
     }
 
     // Assets and metadata.
-    files.copy_tree("static", &root.join("static"))?;
+    static_files(root, &mut files)?;
     files.bytes("search-index.json", serde_json::to_vec(&search)?);
     files.bytes("claims.json", ctx.claims_json);
     files.bytes(".nojekyll", "");
     Ok(files)
+}
+
+/// The theme's static files, then the book's own, which replace any of the same path.
+fn static_files(root: &Path, files: &mut Files) -> Result<()> {
+    for (rel, bytes) in super::theme::defaults_under("static") {
+        files.bytes(format!("static/{rel}"), bytes);
+    }
+    let own = root.join("static");
+    if own.is_dir() {
+        files.copy_tree("static", &own)?;
+    }
+    Ok(())
 }
 
 /// What `runs.html` shows where a column does not apply to a run.

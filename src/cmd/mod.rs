@@ -3,6 +3,7 @@
 
 pub mod bench;
 pub mod build;
+pub mod init;
 pub mod numerics;
 pub mod run;
 pub mod serve;

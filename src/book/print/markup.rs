@@ -68,7 +68,7 @@ pub struct Templates {
 impl Templates {
     pub fn new(root: &Path) -> Self {
         let mut env = Environment::new();
-        env.set_loader(minijinja::path_loader(root.join("templates")));
+        env.set_loader(crate::book::theme::loader(root));
         env.set_keep_trailing_newline(true);
         env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
         env.set_auto_escape_callback(|name| {

@@ -18,7 +18,7 @@ impl Partials {
     /// Loads partials from `root/templates` as they are asked for.
     pub fn new(root: &Path) -> Self {
         let mut env = Environment::new();
-        env.set_loader(minijinja::path_loader(root.join("templates")));
+        env.set_loader(crate::book::theme::loader(root));
         // What a template's file holds is what it writes, final newline included; inline
         // partials end with a `{#- … -#}` comment that swallows it.
         env.set_keep_trailing_newline(true);
