@@ -27,6 +27,38 @@ fn drift_is_located_and_blessed() {
     assert_eq!(p.check().errors(), 0, "after --bless the book checks clean");
 }
 
+/// `[?]` asks `--bless` for the value; a quote of zeros is filled the same way; each is
+/// written in a format that shows the value (the book's thousands separators).
+#[test]
+fn placeholders_are_filled_by_bless() {
+    let src = format!(
+        "# Fill
+
+{TINY_RUN}
+
+Parameters: [?]{{=tiny.params}}, [0]{{=tiny.params}}; rows [?]{{=tiny.config.model.positions}}.\n"
+    );
+    let p = Project::new(&src);
+    let out = p.check();
+    let got = located(&out);
+    assert_eq!(got.len(), 3, "{got:?}");
+    assert!(
+        got[0].2.contains("quoted `?`, recomputed `103,244`"),
+        "{got:?}"
+    );
+    let mut opts = p.options(false);
+    opts.bless = true;
+    let blessed = revtx_book::book::build(&opts);
+    assert_eq!(blessed.errors(), 0, "{:?}", located(&blessed));
+    assert!(
+        p.chapter()
+            .contains("Parameters: [103,244]{=tiny.params}, [103,244]{=tiny.params}; rows [25]"),
+        "{}",
+        p.chapter()
+    );
+    assert_eq!(p.check().errors(), 0, "after --bless the book checks clean");
+}
+
 /// The command line prints rustc-style diagnostics and, under GitHub Actions, annotations.
 #[test]
 fn check_command_prints_located_diagnostics_and_annotations() {

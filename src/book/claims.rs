@@ -118,7 +118,7 @@ pub fn difference(quoted: &str, value: &Value) -> Option<f64> {
 }
 
 /// How a number was written.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct NumFormat {
     pub decimals: usize,
     pub thousands: bool,
@@ -249,11 +249,19 @@ pub enum Check {
 
 /// Checks a quoted figure against the recomputed value.
 pub fn check(quoted: &str, value: &Value, tolerance: Option<Tolerance>) -> Check {
+    if quoted == PLACEHOLDER {
+        return Check::Drift {
+            recomputed: placeholder_text(value),
+        };
+    }
     let q = parse_quote(quoted);
     let num = as_f64(value);
     match (&q, num) {
         (Quote::Number { value: qv, format }, Some(v)) => {
-            let recomputed = format_number(v, format);
+            let mut recomputed = format_number(v, format);
+            if recomputed != quoted && tolerance.is_none() {
+                recomputed = drifted_text(quoted, v, format, recomputed);
+            }
             let ok = match tolerance {
                 None => recomputed == quoted,
                 Some(t) => {
@@ -304,6 +312,55 @@ pub fn check(quoted: &str, value: &Value, tolerance: Option<Tolerance>) -> Check
     }
 }
 
+/// A quote that asks `--bless` to fill it in: `[?]{=expr}`.
+pub const PLACEHOLDER: &str = "?";
+
+/// The text for a value whose quote shows no format (`[?]`): a whole number with
+/// thousands separators, as the book writes them (`53,260`), another to four significant
+/// digits (`0.002131`), text as it is.
+pub fn placeholder_text(value: &Value) -> String {
+    match as_f64(value) {
+        Some(v) if v.fract() == 0.0 && v.abs() < 1e15 => {
+            let f = NumFormat {
+                decimals: 0,
+                thousands: v.abs() >= 1000.0,
+                ..NumFormat::default()
+            };
+            format_number(v, &f)
+        }
+        Some(v) => crate::book::expr::trim_float(v),
+        None => crate::book::expr::as_text(value),
+    }
+}
+
+/// What a drifted number reads as, for the message and for `--bless`: in the quote's
+/// format, except where the quote cannot show the format the value needs. A quote of
+/// zeros only (`[0]`, `[0.000]`, a placeholder in all but name) shows no significant
+/// digit, so the value gets the placeholder's text; a quote of three digits or fewer
+/// cannot show whether thousands are separated, so a value of four digits or more is
+/// written the book's way, with separators.
+fn drifted_text(quoted: &str, v: f64, format: &NumFormat, in_format: String) -> String {
+    let zeros_only = quoted.bytes().all(|b| matches!(b, b'0' | b'.'));
+    if zeros_only && format.sci.is_none() && !format.percent {
+        return placeholder_text(&Value::from(v));
+    }
+    let int_digits = quoted
+        .split(['.', 'e', 'E', '%'])
+        .next()
+        .unwrap_or_default()
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .count();
+    if !format.thousands && format.sci.is_none() && int_digits <= 3 && v.abs() >= 1000.0 {
+        let f = NumFormat {
+            thousands: true,
+            ..format.clone()
+        };
+        return format_number(v, &f);
+    }
+    in_format
+}
+
 /// A value's kind and its first characters, for messages.
 fn describe(v: &Value) -> String {
     let s = v.to_string();
@@ -341,6 +398,47 @@ mod tests {
         assert_eq!(fmt_like("−0.5", -0.5), "−0.5");
         assert_eq!(fmt_like("100,000,000", 1e8), "100,000,000");
         assert_eq!(fmt_like("0.0", -0.01), "0.0");
+    }
+
+    /// What a drift reads as (and what `--bless` writes): the quote's format where it can
+    /// show the value, the book's where it cannot; a placeholder filled in.
+    #[test]
+    fn drifts_are_written_in_a_format_that_shows_the_value() {
+        let drift = |q: &str, v: Value| match check(q, &v, None) {
+            Check::Drift { recomputed } => recomputed,
+            other => panic!("{q}: {other:?}"),
+        };
+        assert_eq!(drift("?", Value::from(53_260)), "53,260");
+        assert_eq!(drift("?", Value::from(0.002_131_7)), "0.002132");
+        assert_eq!(drift("?", Value::from(7)), "7");
+        assert_eq!(drift("?", Value::from("abc")), "abc");
+        assert_eq!(drift("0", Value::from(53_260)), "53,260");
+        assert_eq!(drift("0.000", Value::from(0.002_131_7)), "0.002132");
+        assert_eq!(drift("12", Value::from(4160)), "4,160");
+        assert_eq!(
+            drift("1500", Value::from(1600)),
+            "1600",
+            "the quote's own style"
+        );
+        assert_eq!(drift("1.5", Value::from(1234.56)), "1,234.6");
+        assert_eq!(
+            drift("0.5", Value::from(0.25)),
+            "0.2",
+            "the quote's decimals"
+        );
+        // Each text written holds when checked again.
+        for (q, v) in [("?", 53_260.0), ("?", 0.002_131_7), ("0.000", 0.002_131_7)] {
+            let text = drift(q, Value::from(v));
+            assert!(
+                matches!(check(&text, &Value::from(v), None), Check::Holds { .. }),
+                "{text}"
+            );
+        }
+        // A quote that holds is never reformatted.
+        assert!(matches!(
+            check("0", &Value::from(0.4), None),
+            Check::Holds { .. }
+        ));
     }
 
     #[test]
