@@ -372,6 +372,7 @@ const TRAINS_BEFORE_ITS_ERROR: &[&str] = &[
     "unknown-path.md",
     "unknown-run.md",
     "unparsable-quote.md",
+    "widget-budget.md",
     "widget-model.md",
 ];
 

@@ -113,6 +113,8 @@ codes! {
     ProbeRun => "probe-run",
     /// A widget lists a run whose model the page's JavaScript cannot run.
     WidgetModel => "widget-model",
+    /// A chapter's widgets' models weigh more than a page may load.
+    WidgetBudget => "widget-budget",
     /// A run failed in the engine.
     RunFailed => "run-failed",
     /// `--offline`, and a run the book needs is not in the cache.

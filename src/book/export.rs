@@ -12,9 +12,20 @@ use serde::Serialize;
 use std::io::{Read, Write};
 use std::path::Path;
 
-/// What the weights of all models together may weigh: the page's transfer grows by at
-/// most this much (issue 13).
+/// What the weights of one chapter's widget models together may weigh, packed: a page
+/// loads only its own widgets' models, so its transfer grows by at most this much. Held
+/// at each `widget` directive (`widget-budget`).
 pub const BUDGET: usize = 1_500_000;
+
+/// The bytes the page loads for the model of the cache entry `entry` (its packed weights).
+pub fn packed_size(entry: &Path) -> Result<usize, String> {
+    let key = entry
+        .file_name()
+        .and_then(|k| k.to_str())
+        .unwrap_or_default();
+    let (floats, _) = read_weights(&entry.join(WEIGHTS_FILE))?;
+    packed(entry, key, &floats).map(|b| b.len())
+}
 
 /// One model to export: a training run's result and the directory of its cache entry.
 pub struct Model<'a> {

@@ -13,6 +13,11 @@ use crate::book::runs::Results;
 use crate::book::tables::TableKind;
 use minijinja::{context, Value};
 
+/// `1500000` → `1,500,000`.
+fn thousands(n: usize) -> String {
+    crate::book::claims::group_thousands(&n.to_string())
+}
+
 /// The runs of a directive with their labels; an unknown run is reported at `span`.
 fn resolve<'r, K>(
     diags: &mut Vec<Diagnostic>,
@@ -164,6 +169,9 @@ impl Renderer<'_> {
             max_len = max_len.max(result.config.data.max_len);
             models.push(context! { id => &m.run, label => m.label() });
         }
+        if !self.within_budget(w, span) {
+            return String::new();
+        }
         let widget = context! {
             id => &w.id,
             models_url => format!("{}manifest.json", super::super::site::MODELS_DIR),
@@ -171,6 +179,54 @@ impl Renderer<'_> {
             models,
         };
         self.html("widget.html", context! { widget })
+    }
+
+    /// Adds this widget's models to its chapter's and holds their packed weights to the
+    /// budget a page may load (`export::BUDGET`); over it, an error at the directive that
+    /// names each model's size.
+    fn within_budget(&mut self, w: &Widget, span: &Span) -> bool {
+        for m in &w.models {
+            if self.widget_bytes.iter().any(|(run, _)| *run == m.run) {
+                continue;
+            }
+            let Some(p) = self.results.by_run.get(&m.run).and_then(|p| p.first()) else {
+                continue;
+            };
+            match crate::book::export::packed_size(&p.dir) {
+                Ok(bytes) => self.widget_bytes.push((m.run.clone(), bytes)),
+                Err(e) => {
+                    self.diags.push(Diagnostic::error(
+                        Code::Io,
+                        Some(span.clone()),
+                        format!("cannot read the weights of `{}`: {e}", m.run),
+                    ));
+                    return false;
+                }
+            }
+        }
+        let total: usize = self.widget_bytes.iter().map(|(_, b)| b).sum();
+        if total <= crate::book::export::BUDGET {
+            return true;
+        }
+        let sizes: Vec<String> = self
+            .widget_bytes
+            .iter()
+            .map(|(run, b)| format!("`{run}` {}", thousands(*b)))
+            .collect();
+        self.diags.push(
+            Diagnostic::error(
+                Code::WidgetBudget,
+                Some(span.clone()),
+                format!(
+                    "this chapter's widgets load {} bytes of weights, over the budget of {} bytes a page may load",
+                    thousands(total),
+                    thousands(crate::book::export::BUDGET)
+                ),
+            )
+            .note(format!("packed weights: {}", sizes.join(", ")))
+            .hint("list fewer or smaller models, or move a widget to another chapter (each chapter has its own budget)"),
+        );
+        false
     }
 
     /// A caption's nodes as inline HTML (without the paragraph), and as plain text.

@@ -126,6 +126,8 @@ struct Renderer<'a> {
     xrefs: usize,
     /// The footnotes of the chapter being rendered.
     notes: notes::Notes,
+    /// The models the chapter's widgets load so far, with their packed bytes.
+    widget_bytes: Vec<(String, usize)>,
     diags: Vec<Diagnostic>,
 }
 
@@ -198,6 +200,7 @@ pub fn render(
         claims: Vec::new(),
         xrefs: 0,
         notes: notes::Notes::default(),
+        widget_bytes: Vec::new(),
         diags: Vec::new(),
     };
     let mut chapters: Vec<RenderedChapter> = book.chapters.iter().map(|ch| r.chapter(ch)).collect();

@@ -30,6 +30,7 @@ impl Renderer<'_> {
         let mut out: Vec<Event<'static>> = Vec::with_capacity(ch.nodes.len());
         let mut answers = Answers::default();
         self.notes = Notes::of(ch);
+        self.widget_bytes.clear();
         let mut i = 0;
         while i < ch.nodes.len() {
             self.notes_so_far(&ch.nodes[i], &mut out, &mut search);
