@@ -256,6 +256,45 @@ fn sections_are_numbered_and_referenced() {
     assert_eq!(toc, ["1.1 Alpha", "1.2 Beta", "Sub", "Sources"]);
 }
 
+/// Exercises are numbered per chapter (the print edition takes the same numbers), and a reference to one
+/// reads "Exercise 1.2", however deep its heading; sections keep their numbers.
+#[test]
+fn exercises_are_numbered_and_referenced() {
+    let src = "# E
+
+Try {@ex-one} and {@ex-two}.
+
+## Exercises {#sec-ex}
+
+### Scale {.exercise #ex-one}
+
+Do it.
+
+#### Answer {.answer #ans-one}
+
+Done.
+
+### Mask {.exercise #ex-two}
+
+Again.
+
+## After {#sec-after}
+";
+    let p = Project::new(src);
+    let out = p.build();
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    let html = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    for want in [
+        r#"<h3 id="ex-one"><span class="sec-num">Exercise 1.1</span> Scale"#,
+        r#"<h3 id="ex-two"><span class="sec-num">Exercise 1.2</span> Mask"#,
+        r##"<a class="xref" href="#ex-one" aria-describedby="xref-1-tip">Exercise 1.1</a>"##,
+        r##"<a class="xref" href="#ex-two" aria-describedby="xref-2-tip">Exercise 1.2</a>"##,
+        r#"<h2 id="sec-after"><span class="sec-num">1.2</span> After"#,
+    ] {
+        assert!(html.contains(want), "{want} not in\n{html}");
+    }
+}
+
 /// A diagnostic in the middle of a 1,500-character paragraph prints a window of the line,
 /// at most 120 columns wide, with its exact location; output that is not a terminal has no
 /// colour codes.

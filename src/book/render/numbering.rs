@@ -7,7 +7,8 @@
 //! `{.unnumbered}`; `###` headings are not numbered. A heading with an id (`{#sec-scale}`)
 //! can be referred to: `{@sec-scale}` reads "Section 1.4"; a `###` heading reads as the
 //! section it belongs to ("Section 1.4") and links to itself; an unnumbered one reads as
-//! its title in quotes.
+//! its title in quotes. A heading of any level with the class `{.exercise}` is an
+//! exercise, numbered per chapter ("Exercise 1.2"), and a reference to it reads so.
 
 use crate::book::parse::{Chapter, Directive, Inline, Node};
 use pulldown_cmark::{Event, HeadingLevel, Tag, TagEnd};
@@ -29,7 +30,7 @@ pub struct Number {
 /// The numbers of a chapter, by the index of the node that starts each numbered thing
 /// (headings with an id or a number included).
 pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
-    let (mut fig, mut tab, mut eq, mut sec) = (0, 0, 0, 0);
+    let (mut fig, mut tab, mut eq, mut sec, mut ex) = (0, 0, 0, 0, 0);
     let prefix = ch.place.prefix();
     // "1.2", "A.2"; in front matter, "2".
     let num = |n: usize| {
@@ -48,6 +49,19 @@ pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
             level, id, classes, ..
         })) = node
         {
+            if classes.iter().any(|c| &**c == "exercise") {
+                ex += 1;
+                let label = format!("Exercise {}", num(ex));
+                out.insert(
+                    i,
+                    Number {
+                        xref: label.clone(),
+                        label,
+                        id: id.as_ref().map(ToString::to_string),
+                    },
+                );
+                continue;
+            }
             let numbered = *level == HeadingLevel::H2
                 && prefix.is_some()
                 && !classes
