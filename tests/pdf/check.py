@@ -27,6 +27,7 @@ import json
 import pathlib
 import re
 import subprocess
+import tempfile
 import sys
 import unicodedata
 from html.parser import HTMLParser
@@ -339,6 +340,67 @@ def body_text(raw: str) -> str:
 HEADS: set[str] = set()
 
 
+# The page of book.typ at RESOLUTION dots per inch: A4, margins left and right 2.4 cm, top
+# 2.6 cm, bottom 2.4 cm. The running head sits in the top margin, the page number in the
+# bottom one; nothing else may.
+RESOLUTION = 36
+MARGIN_CM = {"x": 2.4, "top": 2.6, "bottom": 2.4}
+INK = 200  # a grey level darker than this is ink
+
+
+def pgm(path: pathlib.Path) -> tuple[int, int, bytes]:
+    """Width, height and pixels of a binary PGM (what `pdftoppm -gray` writes)."""
+    data = path.read_bytes()
+    fields, pos = [], 0
+    while len(fields) < 4:
+        while data[pos : pos + 1].isspace():
+            pos += 1
+        if data[pos : pos + 1] == b"#":
+            pos = data.index(b"\n", pos)
+            continue
+        end = pos
+        while not data[end : end + 1].isspace():
+            end += 1
+        fields.append(data[pos:end])
+        pos = end
+    w, h = int(fields[1]), int(fields[2])
+    return w, h, data[pos + 1 : pos + 1 + w * h]
+
+
+def ink_outside_text_area(pdf: pathlib.Path, pages: int) -> list[str]:
+    """Pages after the title page whose ink leaves the text area (`page_problems`)."""
+    out: list[str] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        prefix = pathlib.Path(tmp) / "p"
+        run("pdftoppm", "-gray", "-r", str(RESOLUTION), "-f", "2", "-l", str(pages), str(pdf), str(prefix))
+        for f in sorted(pathlib.Path(tmp).glob("p-*.pgm")):
+            page = int(f.stem.split("-")[-1])
+            out += [f"page {page}: {p}" for p in page_problems(*pgm(f))]
+    return out
+
+
+def page_problems(w: int, h: int, pix: bytes) -> list[str]:
+    """What of a page's ink lies outside its text area: anything in the side margins, more
+    than one line of running head in the top margin, or anything in the bottom margin
+    beyond the page number's short centred box. A figure too tall for its page is clipped
+    at the top or prints its caption over the page number: both show."""
+    px = lambda cm: round(cm / 2.54 * RESOLUTION)
+    x, top, bottom = px(MARGIN_CM["x"]), px(MARGIN_CM["top"]), px(MARGIN_CM["bottom"])
+    dark = lambda r, c: pix[r * w + c] < INK
+    # 1 px of slack at each edge of the text area, for antialiasing.
+    side = [(r, c) for r in range(h) for c in list(range(0, x - 1)) + list(range(w - x + 1, w)) if dark(r, c)]
+    head_rows = sorted({r for r in range(0, top - 1) for c in range(w) if dark(r, c)})
+    foot_cols = sorted({c for r in range(h - bottom + 1, h) for c in range(w) if dark(r, c)})
+    out = []
+    if side:
+        out.append(f"ink in the side margins ({len(side)} px, first at row {side[0][0]})")
+    if head_rows and head_rows[-1] - head_rows[0] > 10:
+        out.append(f"the top margin holds more than the running head (rows {head_rows[0]}-{head_rows[-1]})")
+    if foot_cols and (foot_cols[-1] - foot_cols[0] > w // 10 or abs((foot_cols[0] + foot_cols[-1]) / 2 - w / 2) > w // 20):
+        out.append(f"the bottom margin holds more than the page number (columns {foot_cols[0]}-{foot_cols[-1]})")
+    return out
+
+
 def main() -> int:
     args = sys.argv[1:]
     pages_min = 1
@@ -461,6 +523,10 @@ def main() -> int:
     failures += [f"{n} is not in the PDF" for n in missing]
     if not numbers:
         failures.append("the site numbers no figure or table")
+
+    outside = ink_outside_text_area(pdf, pages)
+    print(f"pages whose ink leaves the text area (a figure or table too big for its page): {len(outside)}")
+    failures += outside
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     prefix = ARTIFACTS / f"pdf-{name}-page"

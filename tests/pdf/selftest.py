@@ -51,6 +51,33 @@ def drop(raw: str, phrase: str) -> str:
     return raw[: m.start(2)] + raw[m.end(2) :]
 
 
+def page_cases() -> list[str]:
+    """The page check of tests/pdf/check.py on drawn pages (A4 at its resolution): a page
+    with its running head, its text and its page number passes; ink in a side margin, a
+    figure's top in the top margin, or a caption beside the page number fails."""
+    w, h = round(21.0 / 2.54 * check.RESOLUTION), round(29.7 / 2.54 * check.RESOLUTION)
+    def page(*boxes: tuple[int, int, int, int]) -> bytes:
+        pix = bytearray([255] * (w * h))
+        for r0, r1, c0, c1 in boxes:
+            for r in range(r0, r1):
+                pix[r * w + c0 : r * w + c1] = bytes([0] * (c1 - c0))
+        return bytes(pix)
+    head = (20, 26, w - 120, w - 40)  # a line of running head, right-aligned
+    text = (60, 300, 40, w - 40)  # the text area's ink
+    number = (h - 20, h - 14, w // 2 - 3, w // 2 + 3)  # the page number
+    failures = []
+    if check.page_problems(w, h, page(head, text, number)):
+        failures.append("a well-set page fails: " + "; ".join(check.page_problems(w, h, page(head, text, number))))
+    for what, extra in [
+        ("ink in the left margin", (100, 110, 5, 20)),
+        ("a figure's top in the top margin", (5, 30, 60, 200)),
+        ("a caption beside the page number", (h - 22, h - 15, 60, 240)),
+    ]:
+        if not check.page_problems(w, h, page(head, text, number, extra)):
+            failures.append(f"{what}: the page check does not see it")
+    return failures
+
+
 def main() -> int:
     site = pathlib.Path(sys.argv[1])
     index = (site / "index.html").read_text(encoding="utf-8")
@@ -66,7 +93,7 @@ def main() -> int:
             check.HEADS.add(check.re.sub(r"<[^>]+>", "", m.group(1)).strip())
     printed = check.page_claims(site)
     check.mark_whole(printed, [check.norm(r) for r in raws])
-    failures = []
+    failures = page_cases()
     lost = check.unfound(printed, [check.norm(r) for r in raws])
     if lost:
         failures.append("the unedited PDF fails: " + "; ".join(c.label() for c in lost))
