@@ -77,6 +77,64 @@ fn the_helpers_table_lists_every_registered_helper() {
     same("helpers", &guide, &code);
 }
 
+/// The fields a kind's `Spec` reads, from serde's own list: an unknown field's error names
+/// every field it expected ("there are no fields" for none).
+fn fields_of<K: Kinds>(name: &str) -> BTreeSet<String> {
+    let err = match K::read(name, "zz_not_a_field = 1") {
+        Some(Err(e)) => e.to_string(),
+        other => panic!(
+            "{name}: an unknown field was not refused ({})",
+            other.is_some()
+        ),
+    };
+    assert!(
+        err.contains("unknown field `zz_not_a_field`"),
+        "{name}: {err}"
+    );
+    let expected = err.split("expected").nth(1).unwrap_or_default();
+    let expected = expected.lines().next().unwrap_or_default();
+    set(expected.split('`').skip(1).step_by(2).map(str::to_string))
+}
+
+/// Each kind's row names its own fields in its last cell ("none" for none), as its `Spec`
+/// reads them.
+#[test]
+fn the_kind_tables_list_every_kinds_fields() {
+    let kinds = chapter("kinds.md");
+    let row = |name: &str| -> BTreeSet<String> {
+        let line = kinds
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{name}` |")))
+            .unwrap_or_else(|| panic!("no row for {name}"));
+        let last = line
+            .trim_end_matches('|')
+            .rsplit('|')
+            .next()
+            .unwrap()
+            .trim();
+        if last == "none" {
+            BTreeSet::new()
+        } else {
+            set(names_in(last))
+        }
+    };
+    let mut fields = 0;
+    for name in FigureKind::NAMES {
+        let code = fields_of::<FigureKind>(name);
+        fields += code.len();
+        same(&format!("fields of figure `{name}`"), &row(name), &code);
+    }
+    for name in TableKind::NAMES {
+        let code = fields_of::<TableKind>(name);
+        fields += code.len();
+        same(&format!("fields of table `{name}`"), &row(name), &code);
+    }
+    assert!(
+        fields >= 8,
+        "only {fields} fields found: the error format changed?"
+    );
+}
+
 #[test]
 fn the_kind_tables_list_every_kind() {
     let kinds = chapter("kinds.md");

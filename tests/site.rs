@@ -640,3 +640,31 @@ fn answers_can_be_collected_at_the_end_of_the_chapter() {
         "the text between stays"
     );
 }
+
+/// An attention figure draws the blocks, heads and seed it names, and only those.
+#[test]
+fn an_attention_figure_draws_the_blocks_heads_and_seed_it_names() {
+    let chapter = "# A\n\n```run pair\nbase = \"reference\"\nseeds = [0, 1]\n[train]\nsteps = 5\nblock = 1\nwindow = 1\n[eval]\ntest_size = 4\nlong_size = 2\n```\n\n```figure fig-one\nkind = \"attention\"\nruns = [\"pair\"]\nblocks = [2]\nheads = [1]\nseed = 1\ninput = \"fgcabe\"\ncaption = \"One head.\"\n```\n\n```figure fig-all\nkind = \"attention\"\nruns = [\"pair\"]\ncaption = \"Every head.\"\n```\n";
+    let p = Project::new(chapter);
+    let out = p.build();
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    let html = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    let one = &html[html.find("id=\"fig-one\"").unwrap()..html.find("id=\"fig-all\"").unwrap()];
+    let all = &html[html.find("id=\"fig-all\"").unwrap()..];
+    assert_eq!(one.matches("block 2, head 1").count(), 1, "{one}");
+    for absent in ["block 1, head 1", "block 1, head 2", "block 2, head 2"] {
+        assert!(!one.contains(absent), "{absent} drawn");
+    }
+    assert!(
+        one.contains("in block 2 "),
+        "the alt text names the block: {one}"
+    );
+    for title in [
+        "block 1, head 1",
+        "block 1, head 2",
+        "block 2, head 1",
+        "block 2, head 2",
+    ] {
+        assert!(all.contains(title), "{title} missing from the full figure");
+    }
+}

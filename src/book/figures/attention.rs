@@ -17,16 +17,87 @@ const GRID_MARGIN: i32 = 20;
 const COLORBAR_H: i32 = 60;
 const COLORBAR_STEPS: i32 = 20;
 
-/// The fields of an attention figure: none beyond the common ones.
+/// The fields of an attention figure: which blocks and heads to draw (numbered from 1;
+/// all when absent), which seed of an ensemble (its first when absent), and the input the
+/// reader should expect (the run records attention for its `eval.attention_input`; a
+/// figure that names another input is an error that says where to set it).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Spec {}
+pub struct Spec {
+    #[serde(default)]
+    pub blocks: Option<Vec<usize>>,
+    #[serde(default)]
+    pub heads: Option<Vec<usize>>,
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub input: Option<String>,
+}
 
 impl Figure for Spec {
     fn draw(&self, runs: &[RunData]) -> Result<Svg, Diagnostic> {
-        let t = single(runs, "attention")?.train("this figure")?;
-        drawn(attention_grid(&t.attention.tokens, &t.attention.weights))
+        let run = single(runs, "attention")?;
+        let result = match self.seed {
+            None => run.first(),
+            Some(seed) => *run.seeds.iter().find(|r| r.seed == seed).ok_or_else(|| {
+                let seeds: Vec<String> = run.seeds.iter().map(|r| r.seed.to_string()).collect();
+                fault(format!(
+                    "`{}` has no seed {seed}: its seeds are {}",
+                    run.id,
+                    seeds.join(", ")
+                ))
+            })?,
+        };
+        let t = result.train().ok_or_else(|| {
+            fault(format!("this figure needs a training run, and `{}` is a probe", run.id))
+        })?;
+        let a = &t.attention;
+        if let Some(input) = &self.input {
+            if *input != a.input {
+                return Err(fault(format!(
+                    "`{}` recorded its attention for `{}`, not `{input}`",
+                    run.id, a.input
+                ))
+                .hint(format!(
+                    "set `eval.attention_input = \"{input}\"` in the run block of `{}` (it trains again), or drop `input`",
+                    run.id
+                )));
+            }
+        }
+        let pick = |asked: &Option<Vec<usize>>, have: usize, what: &str| -> Result<Vec<usize>, Diagnostic> {
+            match asked {
+                None => Ok((0..have).collect()),
+                Some(list) if list.is_empty() => Err(fault(format!("`{what}s` lists no {what}"))),
+                Some(list) => list
+                    .iter()
+                    .map(|&n| {
+                        (1..=have).contains(&n).then(|| n - 1).ok_or_else(|| {
+                            fault(format!(
+                                "`{}` has {what}s 1 to {have}, and `{what}s` asks for {what} {n}",
+                                run.id
+                            ))
+                        })
+                    })
+                    .collect(),
+            }
+        };
+        let blocks = pick(&self.blocks, a.weights.len(), "block")?;
+        let heads = pick(
+            &self.heads,
+            a.weights.first().map_or(0, Vec::len),
+            "head",
+        )?;
+        let chosen: Vec<(usize, Vec<(usize, &Vec<Vec<f64>>)>)> = blocks
+            .iter()
+            .map(|&b| (b, heads.iter().map(|&h| (h, &a.weights[b][h])).collect()))
+            .collect();
+        let subset = self.blocks.is_some() || self.heads.is_some();
+        drawn(attention_panels(&a.tokens, &chosen, subset))
     }
+}
+
+fn fault(message: String) -> Diagnostic {
+    Diagnostic::error(crate::book::codes::Code::Figure, None, message)
 }
 
 /// Fill opacity of a heatmap cell of weight `w` in (0, 1]; the gamma lifts
@@ -165,7 +236,14 @@ fn row_max(row: &[f64]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn attention_alt(tokens: &[String], weights: &[Vec<Vec<Vec<f64>>>], heads: usize) -> String {
+/// The alt text; `shown`, for a figure of chosen blocks and heads, is the last drawn
+/// block's number and its heads' numbers (from 0), to name them right.
+fn attention_alt(
+    tokens: &[String],
+    weights: &[Vec<Vec<Vec<f64>>>],
+    heads: usize,
+    shown: Option<(usize, &[usize])>,
+) -> String {
     let mut alt = format!(
         "Attention weights for {} in {} × {}",
         tokens.join(" "),
@@ -196,14 +274,15 @@ fn attention_alt(tokens: &[String], weights: &[Vec<Vec<Vec<f64>>>], heads: usize
                 .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| {
                     (lo.min(v), hi.max(v))
                 });
-            (h + 1, lo, hi)
+            (shown.and_then(|s| s.1.get(h)).map_or(h, |&n| n) + 1, lo, hi)
         })
         .filter(|&(_, lo, _)| lo.is_finite())
         .collect();
-    let block = if weights.len() > 1 {
-        "in the last block"
-    } else {
-        "in this block"
+    let block = match (shown, weights.len() > 1) {
+        (Some((b, _)), true) => format!("in block {}, the last shown,", b + 1),
+        (Some((b, _)), false) => format!("in block {}", b + 1),
+        (None, true) => "in the last block".to_string(),
+        (None, false) => "in this block".to_string(),
     };
     if ranges.is_empty() {
         // nothing to summarise
@@ -240,16 +319,33 @@ fn attention_alt(tokens: &[String], weights: &[Vec<Vec<Vec<f64>>>], heads: usize
 /// have fewer heads than others (their slots stay empty). The SVG is
 /// `40 + 360·heads` × `60 + 320·layers` user units (760×700 for 2×2).
 pub fn attention_grid(tokens: &[String], weights: &[Vec<Vec<Vec<f64>>>]) -> Result<Svg, String> {
+    let all: Vec<(usize, Vec<(usize, &Vec<Vec<f64>>)>)> = weights
+        .iter()
+        .enumerate()
+        .map(|(l, layer)| (l, layer.iter().enumerate().collect()))
+        .collect();
+    attention_panels(tokens, &all, false)
+}
+
+/// The panels of the chosen blocks and heads (their indices from 0, each with its
+/// matrix), one row per block; `subset` when they are not all of them (the alt text then
+/// names the blocks and heads by number).
+#[allow(clippy::type_complexity, reason = "rows of (index, matrix) pairs, built by the caller")]
+pub fn attention_panels(
+    tokens: &[String],
+    chosen: &[(usize, Vec<(usize, &Vec<Vec<f64>>)>)],
+    subset: bool,
+) -> Result<Svg, String> {
     let n = tokens.len();
     if n == 0 {
         return Err("attention_grid: no tokens".to_string());
     }
-    let heads = weights.iter().map(Vec::len).max().unwrap_or(0);
+    let heads = chosen.iter().map(|(_, hs)| hs.len()).max().unwrap_or(0);
     if heads == 0 {
         return Err("attention_grid: no attention matrices".to_string());
     }
-    for (l, layer) in weights.iter().enumerate() {
-        for (h, m) in layer.iter().enumerate() {
+    for (l, layer) in chosen {
+        for (h, m) in layer {
             if m.len() != n || m.iter().any(|r| r.len() != n) {
                 return Err(format!(
                     "attention_grid: block {} head {} is not {n}×{n} (one row per token)",
@@ -260,16 +356,30 @@ pub fn attention_grid(tokens: &[String], weights: &[Vec<Vec<Vec<f64>>>]) -> Resu
         }
     }
     let cols = i32::try_from(heads).map_err(de)?;
-    let rows = i32::try_from(weights.len()).map_err(de)?;
+    let rows = i32::try_from(chosen.len()).map_err(de)?;
     let w = 2 * GRID_MARGIN + PANEL.0 * cols;
     let h = PANEL.1 * rows + COLORBAR_H;
     let size = (w as u32, h as u32);
-    let alt = attention_alt(tokens, weights, heads);
+    let weights: Vec<Vec<Vec<Vec<f64>>>> = chosen
+        .iter()
+        .map(|(_, hs)| hs.iter().map(|(_, m)| (*m).clone()).collect())
+        .collect();
+    let last_heads: Vec<usize> = chosen
+        .last()
+        .map(|(_, hs)| hs.iter().map(|(h, _)| *h).collect())
+        .unwrap_or_default();
+    let last_block = chosen.last().map_or(0, |(b, _)| *b);
+    let alt = attention_alt(
+        tokens,
+        &weights,
+        heads,
+        subset.then_some((last_block, last_heads.as_slice())),
+    );
     render(size, alt, |root| {
-        for (l, layer) in (0..).zip(weights) {
-            for (hd, m) in (0..).zip(layer) {
+        for (row, (l, layer)) in (0..).zip(chosen) {
+            for (col, (hd, m)) in (0..).zip(layer) {
                 let title = format!("block {}, head {}", l + 1, hd + 1);
-                let corner = (GRID_MARGIN + hd * PANEL.0, l * PANEL.1);
+                let corner = (GRID_MARGIN + col * PANEL.0, row * PANEL.1);
                 draw_heatmap(root, corner, &title, tokens, m)?;
             }
         }
