@@ -11,6 +11,10 @@ use plotters::style::text_anchor::{HPos, Pos, VPos};
 use serde::Deserialize;
 use std::fmt::Write as _;
 
+/// One row of the grid: a block's number (from 0) and its chosen heads, each with its
+/// number and its (query, key) weights.
+pub type Row<'a> = (usize, Vec<(usize, &'a Vec<Vec<f64>>)>);
+
 /// One attention panel.
 const PANEL: (i32, i32) = (360, 320);
 const GRID_MARGIN: i32 = 20;
@@ -87,7 +91,7 @@ impl Figure for Spec {
             a.weights.first().map_or(0, Vec::len),
             "head",
         )?;
-        let chosen: Vec<(usize, Vec<(usize, &Vec<Vec<f64>>)>)> = blocks
+        let chosen: Vec<Row> = blocks
             .iter()
             .map(|&b| (b, heads.iter().map(|&h| (h, &a.weights[b][h])).collect()))
             .collect();
@@ -319,7 +323,7 @@ fn attention_alt(
 /// have fewer heads than others (their slots stay empty). The SVG is
 /// `40 + 360·heads` × `60 + 320·layers` user units (760×700 for 2×2).
 pub fn attention_grid(tokens: &[String], weights: &[Vec<Vec<Vec<f64>>>]) -> Result<Svg, String> {
-    let all: Vec<(usize, Vec<(usize, &Vec<Vec<f64>>)>)> = weights
+    let all: Vec<Row> = weights
         .iter()
         .enumerate()
         .map(|(l, layer)| (l, layer.iter().enumerate().collect()))
@@ -330,10 +334,9 @@ pub fn attention_grid(tokens: &[String], weights: &[Vec<Vec<Vec<f64>>>]) -> Resu
 /// The panels of the chosen blocks and heads (their indices from 0, each with its
 /// matrix), one row per block; `subset` when they are not all of them (the alt text then
 /// names the blocks and heads by number).
-#[allow(clippy::type_complexity, reason = "rows of (index, matrix) pairs, built by the caller")]
 pub fn attention_panels(
     tokens: &[String],
-    chosen: &[(usize, Vec<(usize, &Vec<Vec<f64>>)>)],
+    chosen: &[Row],
     subset: bool,
 ) -> Result<Svg, String> {
     let n = tokens.len();
