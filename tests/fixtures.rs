@@ -368,6 +368,7 @@ const TRAINS_BEFORE_ITS_ERROR: &[&str] = &[
     "figure-wrong-run.md",
     "long-line.md",
     "one-run-kind.md",
+    "results-cell.md",
     "probe-run.md",
     "table-wrong-run.md",
     "unknown-path.md",

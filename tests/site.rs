@@ -668,3 +668,20 @@ fn an_attention_figure_draws_the_blocks_heads_and_seed_it_names() {
         assert!(all.contains(title), "{title} missing from the full figure");
     }
 }
+
+/// A results table: one row per run (a single run and an ensemble side by side), each
+/// column an expression with `run` bound to the row's run and every listed run by its id.
+#[test]
+fn a_results_table_computes_every_cell() {
+    let chapter = "# R\n\n```run one\nbase = \"reference\"\n[train]\nsteps = 5\nblock = 1\nwindow = 1\n[eval]\ntest_size = 4\nlong_size = 2\n```\n\n```run pair\nbase = \"one\"\nseeds = [0, 1]\n```\n\n```table tab-r\nkind = \"results\"\nruns = [\"one\", \"pair\"]\nlabels = [\"One seed\", \"Two seeds\"]\ncolumns = [[\"Parameters\", \"num(run.params if run.params is defined else run.runs[0].params)\"], [\"Seeds\", \"(run.seeds | length) if run.seeds is defined else 1\"], [\"Steps of one\", \"one.config.train.steps\"]]\ncaption = \"Computed.\"\n```\n";
+    let p = Project::new(chapter);
+    let out = p.build();
+    assert_eq!(out.errors(), 0, "{:?}", located(&out));
+    let html = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    for want in [
+        r#"<th scope="row">One seed</th><td class="num">103,244</td><td class="num">1</td><td class="num">5</td>"#,
+        r#"<th scope="row">Two seeds</th><td class="num">103,244</td><td class="num">2</td><td class="num">5</td>"#,
+    ] {
+        assert!(html.contains(want), "{want} not in the table");
+    }
+}

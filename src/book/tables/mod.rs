@@ -15,6 +15,7 @@ kinds! {
         StrongestKeys(strongest_keys) = "strongest-keys",
         WorkedExample(worked_example) = "worked-example",
         SeedSpread(seed_spread) = "seed-spread",
+        Results(results) = "results",
     }
 }
 
@@ -37,6 +38,40 @@ pub trait Table {
     fn rows(&self, runs: &[RunData], env: &Environment<'static>) -> Result<Value, Diagnostic>;
 }
 
+/// One cell: `expr` evaluated in `scope`, as text (`—` for none); `at` names the cell in
+/// the error, which says why it cannot be evaluated.
+pub(crate) fn cell(
+    env: &Environment<'static>,
+    expr: &str,
+    scope: &Value,
+    at: &str,
+) -> Result<String, crate::book::diag::Diagnostic> {
+    use crate::book::codes::Code;
+    use crate::book::diag::Diagnostic;
+    let fail = |why: String| {
+        Diagnostic::error(
+            Code::Expression,
+            None,
+            format!("cannot evaluate {at}: `{expr}` {why}"),
+        )
+        .hint("`revtx-book show RUN` lists every path an expression can read on a run")
+    };
+    let compiled = env
+        .compile_expression(expr)
+        .map_err(|e| fail(format!("does not parse: {}", e.detail().unwrap_or(&e.to_string()))))?;
+    match compiled.eval(scope) {
+        Ok(x) if x.is_none() => Ok("\u{2014}".to_string()),
+        Ok(x) if x.is_undefined() => Err(fail(
+            "reads a path the run does not have".into(),
+        )),
+        Ok(x) => Ok(crate::book::expr::as_text(&x)),
+        Err(e) if e.kind() == minijinja::ErrorKind::UndefinedError => Err(fail(
+            "reads a path the run does not have".into(),
+        )),
+        Err(e) => Err(fail(format!("fails: {}", e.detail().map_or_else(|| e.to_string(), ToString::to_string)))),
+    }
+}
+
 /// A fraction as a percentage with one decimal: `94.6%`.
 fn percent(x: f64) -> String {
     format!("{:.1}%", 100.0 * x)
@@ -51,7 +86,7 @@ mod tests {
     #[test]
     fn every_table_kind_has_its_template() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("templates");
-        assert_eq!(TableKind::NAMES.len(), 4, "the kinds! list above");
+        assert_eq!(TableKind::NAMES.len(), 5, "the kinds! list above");
         for name in TableKind::NAMES {
             let path = root.join(template(name));
             let text = std::fs::read_to_string(&path)

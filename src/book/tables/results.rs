@@ -1,0 +1,55 @@
+//! `kind = "results"`: one row per run the table lists (labelled by `labels`), one column
+//! per expression (`columns = [[label, expr], …]`). In a column's expression `run` is the
+//! row's run as every expression sees it (a result, or `runs` and `seeds` for an
+//! ensemble), and every run the table lists is there by its id too: results compared
+//! across runs and ensembles, computed, never typed by hand.
+
+use super::{cell, Table};
+use crate::book::kinds::RunData;
+use minijinja::{context, Environment, Value};
+use serde::Deserialize;
+
+/// The fields of a results table.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// `[label, expression]` pairs, evaluated once per row.
+    pub columns: Vec<(String, String)>,
+}
+
+/// A run as expressions see it (`expr::context`): its result, or its seeds' for an
+/// ensemble.
+fn as_expression(run: &RunData) -> serde_json::Value {
+    if run.seeds.len() > 1 {
+        serde_json::json!({
+            "seeds": run.seeds.iter().map(|r| r.seed).collect::<Vec<_>>(),
+            "runs": run.seeds,
+            "config": run.seeds[0].config,
+        })
+    } else {
+        serde_json::to_value(run.seeds[0]).unwrap_or_default()
+    }
+}
+
+impl Table for Spec {
+    fn rows(&self, runs: &[RunData], env: &Environment<'static>) -> Result<Value, crate::book::diag::Diagnostic> {
+        let all: serde_json::Map<String, serde_json::Value> = runs
+            .iter()
+            .map(|r| (r.id.to_string(), as_expression(r)))
+            .collect();
+        let mut rows = Vec::new();
+        for r in runs {
+            let mut scope = all.clone();
+            scope.insert("run".into(), as_expression(r));
+            let scope = Value::from_serialize(serde_json::Value::Object(scope));
+            let cells = self
+                .columns
+                .iter()
+                .map(|(label, expr)| cell(env, expr, &scope, &format!("row `{}`, column `{label}`", r.id)))
+                .collect::<Result<Vec<String>, _>>()?;
+            rows.push(context! { label => r.label, cells });
+        }
+        let labels: Vec<&str> = self.columns.iter().map(|(l, _)| l.as_str()).collect();
+        Ok(context! { labels, rows })
+    }
+}
