@@ -186,4 +186,22 @@ fn init_show_run_why_and_seed_shift() {
     // The book itself still checks clean, from its own cache.
     let plain = cli(&root, &["check", "--offline"]);
     assert!(plain.status.success(), "{}", text(&plain));
+    // ... and `check` keeps the claims with their values, as `build` does.
+    let claims = std::fs::read_to_string(root.join("book/claims.json")).unwrap();
+    assert!(claims.contains("short.seed"), "{claims}");
+
+    // A widget of a model too big for a page is an error at its directive.
+    let wide = "# Wide\n\n```run wide\nbase = \"reference\"\nmodel.d_model = 256\nmodel.d_mlp = 1024\n[train]\nsteps = 2\nbatch_size = 4\nblock = 1\nwindow = 1\n[eval]\ntest_size = 2\nlong_size = 2\n```\n\n```widget big\nmodels = [{ run = \"wide\" }]\n```\n";
+    std::fs::write(root.join("book/chapter-3.md"), wide).unwrap();
+    let toml = std::fs::read_to_string(root.join("book/book.toml")).unwrap();
+    std::fs::write(
+        root.join("book/book.toml"),
+        toml.replace("\"chapter-2.md\"]", "\"chapter-2.md\", \"chapter-3.md\"]"),
+    )
+    .unwrap();
+    let over = cli(&root, &["check"]);
+    let said = text(&over);
+    assert!(!over.status.success(), "{said}");
+    assert!(said.contains("error[widget-budget]"), "{said}");
+    assert!(said.contains("chapter-3.md:17:1"), "at the widget: {said}");
 }

@@ -56,19 +56,24 @@ pub(crate) fn cell(
         )
         .hint("`revtx-book show RUN` lists every path an expression can read on a run")
     };
-    let compiled = env
-        .compile_expression(expr)
-        .map_err(|e| fail(format!("does not parse: {}", e.detail().unwrap_or(&e.to_string()))))?;
+    let compiled = env.compile_expression(expr).map_err(|e| {
+        fail(format!(
+            "does not parse: {}",
+            e.detail().unwrap_or(&e.to_string())
+        ))
+    })?;
     match compiled.eval(scope) {
         Ok(x) if x.is_none() => Ok("\u{2014}".to_string()),
-        Ok(x) if x.is_undefined() => Err(fail(
-            "reads a path the run does not have".into(),
-        )),
+        Ok(x) if x.is_undefined() => Err(fail("reads a path the run does not have".into())),
         Ok(x) => Ok(crate::book::expr::as_text(&x)),
-        Err(e) if e.kind() == minijinja::ErrorKind::UndefinedError => Err(fail(
-            "reads a path the run does not have".into(),
-        )),
-        Err(e) => Err(fail(format!("fails: {}", e.detail().map_or_else(|| e.to_string(), ToString::to_string)))),
+        Err(e) if e.kind() == minijinja::ErrorKind::UndefinedError => {
+            Err(fail("reads a path the run does not have".into()))
+        }
+        Err(e) => Err(fail(format!(
+            "fails: {}",
+            e.detail()
+                .map_or_else(|| e.to_string(), ToString::to_string)
+        ))),
     }
 }
 
