@@ -186,7 +186,12 @@ fn init_show_run_why_and_seed_shift() {
     // The book itself still checks clean, from its own cache.
     let plain = cli(&root, &["check", "--offline"]);
     assert!(plain.status.success(), "{}", text(&plain));
-    // ... and `check` keeps the claims with their values, as `build` does.
+    claims_and_widget_budget(&root);
+}
+
+/// `check` keeps the claims with their values, as `build` does; a widget of a model too
+/// big for a page is an error at its directive.
+fn claims_and_widget_budget(root: &Path) {
     let claims = std::fs::read_to_string(root.join("book/claims.json")).unwrap();
     assert!(claims.contains("short.seed"), "{claims}");
 
@@ -199,7 +204,7 @@ fn init_show_run_why_and_seed_shift() {
         toml.replace("\"chapter-2.md\"]", "\"chapter-2.md\", \"chapter-3.md\"]"),
     )
     .unwrap();
-    let over = cli(&root, &["check"]);
+    let over = cli(root, &["check"]);
     let said = text(&over);
     assert!(!over.status.success(), "{said}");
     assert!(said.contains("error[widget-budget]"), "{said}");

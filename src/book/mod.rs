@@ -228,8 +228,8 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     let pdf = print_stage(opts, o, &book, &results, &chapters);
 
     let t = Instant::now();
+    let claims_json = serde_json::to_string_pretty(&claims).unwrap_or_default() + "\n";
     if let (Some(out), 0) = (&opts.out, o.errors()) {
-        let claims_json = serde_json::to_string_pretty(&claims).unwrap_or_default() + "\n";
         let ctx = site::SiteContext {
             book: &book,
             chapters: &chapters,
@@ -241,7 +241,6 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
         write_stage(opts, o, out, &ctx);
     } else if opts.out.is_none() && o.errors() == 0 && opts.seed_shift == 0 {
         // `check` keeps the record too, so that what a run gave can be read without a site.
-        let claims_json = serde_json::to_string_pretty(&claims).unwrap_or_default() + "\n";
         let _ = site::write_if_changed(&opts.root.join("book/claims.json"), claims_json.as_bytes());
     }
     o.timings.push(("write", t.elapsed()));

@@ -7,6 +7,7 @@ mod helpers;
 
 use super::runs::Results;
 use minijinja::{Environment, Value};
+use revtx_spec::result::RunResult;
 
 /// The expression environment.
 ///
@@ -72,19 +73,25 @@ pub fn context(results: &Results) -> Value {
     let mut map = serde_json::Map::new();
     for (id, produced) in &results.by_run {
         let plan = results.plans.iter().find(|p| &p.id == id);
-        let multi = plan.is_some_and(|p| p.seeds.len() > 1);
-        let v = if multi {
-            serde_json::json!({
-                "seeds": produced.iter().map(|p| p.result.seed).collect::<Vec<_>>(),
-                "runs": produced.iter().map(|p| &p.result).collect::<Vec<_>>(),
-                "config": produced[0].result.config,
-            })
-        } else {
-            serde_json::to_value(&produced[0].result).unwrap_or_default()
-        };
-        map.insert(id.clone(), v);
+        let seeds: Vec<&RunResult> = produced.iter().map(|p| &p.result).collect();
+        let ensemble = plan.is_some_and(|p| p.seeds.len() > 1);
+        map.insert(id.clone(), run_value(&seeds, ensemble));
     }
     Value::from_serialize(serde_json::Value::Object(map))
+}
+
+/// One run as expressions see it: its result, or `{seeds, runs, config}` for an ensemble.
+/// `seeds` is never empty.
+pub fn run_value(seeds: &[&RunResult], ensemble: bool) -> serde_json::Value {
+    if ensemble {
+        serde_json::json!({
+            "seeds": seeds.iter().map(|r| r.seed).collect::<Vec<_>>(),
+            "runs": seeds,
+            "config": seeds[0].config,
+        })
+    } else {
+        serde_json::to_value(seeds[0]).unwrap_or_default()
+    }
 }
 
 /// The operands of a condition that read the runs: each path that starts at a run (`is_run`

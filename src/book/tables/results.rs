@@ -17,18 +17,9 @@ pub struct Spec {
     pub columns: Vec<(String, String)>,
 }
 
-/// A run as expressions see it (`expr::context`): its result, or its seeds' for an
-/// ensemble.
+/// A run as expressions see it (`expr::run_value`): an ensemble is a run of several seeds.
 fn as_expression(run: &RunData) -> serde_json::Value {
-    if run.seeds.len() > 1 {
-        serde_json::json!({
-            "seeds": run.seeds.iter().map(|r| r.seed).collect::<Vec<_>>(),
-            "runs": run.seeds,
-            "config": run.seeds[0].config,
-        })
-    } else {
-        serde_json::to_value(run.seeds[0]).unwrap_or_default()
-    }
+    crate::book::expr::run_value(&run.seeds, run.seeds.len() > 1)
 }
 
 impl Table for Spec {
