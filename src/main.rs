@@ -50,6 +50,11 @@ enum Cmd {
         /// Skip the print edition (the PDF), for a quicker draft.
         #[arg(long)]
         no_pdf: bool,
+        /// Build the book as it reads with every run's seeds moved up by K (as `check
+        /// --seed-shift K` trains them), into the `--out` given, which must not be `site`:
+        /// the shifted text to read, with every insert computed. No PDF.
+        #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
+        seed_shift: Option<u64>,
     },
     /// Run the same pipeline without writing the site; fail if a quoted figure drifted.
     Check {
@@ -120,9 +125,19 @@ fn main() -> ExitCode {
             common,
             out,
             no_pdf,
+            seed_shift,
         } => {
+            if seed_shift.is_some() && out == std::path::Path::new("site") {
+                eprintln!(
+                    "error: build --seed-shift writes a site of other seeds' numbers; give it an --out of its own (not `site`)"
+                );
+                return ExitCode::from(2);
+            }
             let mut opts = common.options(Some(out), false);
-            opts.pdf = !no_pdf;
+            opts.pdf = !no_pdf && seed_shift.is_none();
+            if let Some(k) = seed_shift {
+                shifted(&mut opts, k);
+            }
             cmd::build::report(&common, &opts, "build")
         }
         Cmd::Check {
@@ -132,11 +147,7 @@ fn main() -> ExitCode {
         } => {
             let mut opts = common.options(None, bless);
             if let Some(k) = seed_shift {
-                // Its own cache, the book's read beside it (the seeds both share).
-                let book_cache = opts.runs.cache_dir.clone();
-                opts.runs.cache_dir = book_cache.join("seed-shift");
-                opts.runs.extra_caches.insert(0, book_cache);
-                opts.seed_shift = k;
+                shifted(&mut opts, k);
             }
             cmd::build::report(&common, &opts, "check")
         }
@@ -154,6 +165,15 @@ fn main() -> ExitCode {
         Cmd::Show(args) => cmd::show::show(&args),
         Cmd::Init { dir } => cmd::init::init(&dir),
     }
+}
+
+/// `--seed-shift K`: every seed moved up by `k`, trained into a cache of its own with the
+/// book's read beside it (the seeds both share).
+fn shifted(opts: &mut revtx_book::book::BuildOptions, k: u64) {
+    let book_cache = opts.runs.cache_dir.clone();
+    opts.runs.cache_dir = book_cache.join("seed-shift");
+    opts.runs.extra_caches.insert(0, book_cache);
+    opts.seed_shift = k;
 }
 
 /// `revtx-book run ...`: the engine's own `run` command.

@@ -3,7 +3,7 @@
 //! binary's) and build it; add a chapter with a run and an ensemble; look at a run
 //! (`show`), train one by its id (`run ID --seeds`), ask why a run trains (`plan --why`)
 //! after editing a key, and test the chapter's sentences under other seeds
-//! (`check --seed-shift K`).
+//! (`check --seed-shift K`) and read them so (`build --seed-shift K --out DIR`).
 
 use std::path::Path;
 use std::process::Output;
@@ -186,7 +186,61 @@ fn init_show_run_why_and_seed_shift() {
     // The book itself still checks clean, from its own cache.
     let plain = cli(&root, &["check", "--offline"]);
     assert!(plain.status.success(), "{}", text(&plain));
+    shifted_site(&root);
     claims_and_widget_budget(&root);
+}
+
+/// `build --seed-shift K --out DIR`: the book as the moved seeds have it, to read, every
+/// figure showing its run's value; never into `site/`, and not while an assertion is false.
+fn shifted_site(root: &Path) {
+    let site_page = std::fs::read(root.join("site/chapter-1.html")).unwrap();
+    let refused = cli(root, &["build", "--seed-shift", "1"]);
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused));
+    assert!(
+        text(&refused).contains("give it an --out of its own"),
+        "{}",
+        text(&refused)
+    );
+    let out = root.join("shifted");
+    let out_arg = out.to_str().unwrap();
+    let false_now = cli(root, &["build", "--seed-shift", "1", "--out", out_arg]);
+    assert!(!false_now.status.success(), "{}", text(&false_now));
+    assert!(!out.exists(), "no site while an assertion is false");
+
+    let holds = CHAPTER.replacen("[its seed is below one]{? short.seed < 1}", "no more", 1);
+    std::fs::write(root.join("book/chapter-2.md"), &holds).unwrap();
+    let built = cli(root, &["build", "--seed-shift", "1", "--out", out_arg]);
+    let said = text(&built);
+    assert!(built.status.success(), "{said}");
+    assert!(said.contains("every seed moved up by 1"), "{said}");
+    let page = std::fs::read_to_string(out.join("chapter-2.html")).unwrap();
+    assert!(
+        page.contains("does not match: written 0, now 1"),
+        "the figure shows its run's value: {page}"
+    );
+    for (before, now) in [("trained at seed ", "1"), ("last seed is ", "2")] {
+        let at = page.find(before).expect(before) + before.len();
+        let shown = format!(r#"<span class="claim-value">{now}</span>"#);
+        assert!(
+            page[at..]
+                .split("</span></span>")
+                .next()
+                .unwrap()
+                .contains(&shown),
+            "after {before:?}, the shifted value {now}: {page}"
+        );
+    }
+    assert!(
+        !out.join("a-new-book.pdf").exists(),
+        "no print edition of a shift"
+    );
+    assert_eq!(
+        std::fs::read(root.join("site/chapter-1.html")).unwrap(),
+        site_page,
+        "site/ untouched"
+    );
+    std::fs::write(root.join("book/chapter-2.md"), CHAPTER).unwrap();
+    std::fs::remove_dir_all(&out).unwrap();
 }
 
 /// `check` keeps the claims with their values, as `build` does; a widget of a model too

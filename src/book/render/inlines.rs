@@ -173,17 +173,21 @@ impl Renderer<'_> {
                     tolerance,
                 } => {
                     let c = self.check(quoted, quoted_span, expr, expr_span, *tolerance);
-                    let (class, status) = match c.verdict {
-                        Verdict::Ok => ("claim-ok", "checked".to_string()),
-                        Verdict::Drift => (
+                    // A page with a drifted figure is written only under `build --seed-shift`,
+                    // to be read as the moved seeds have it: the figure shows its run's value.
+                    let (class, status, shown) = match (c.verdict, &c.formatted) {
+                        (Verdict::Ok, _) => ("claim-ok", "checked".to_string(), quoted),
+                        (Verdict::Drift, Some(now)) => (
                             "claim-fail",
-                            format!(
-                                "does not match: now {}",
-                                c.formatted.clone().unwrap_or_default()
-                            ),
+                            format!("does not match: written {quoted}, now {now}"),
+                            now,
                         ),
-                        Verdict::False | Verdict::Error => ("claim-fail", "error".to_string()),
+                        (Verdict::Drift, None) => ("claim-fail", "does not match".into(), quoted),
+                        (Verdict::False | Verdict::Error, _) => {
+                            ("claim-fail", "error".to_string(), quoted)
+                        }
                     };
+                    let shown = shown.clone();
                     let mut f = Fields::new(ClaimKind::Checked, expr, c.verdict);
                     f.quoted = Some(quoted.clone());
                     f.recomputed = c.value.as_ref().and_then(claims::to_json);
@@ -195,11 +199,8 @@ impl Renderer<'_> {
                     f.tolerance = *tolerance;
                     f.quoted_span = Some(quoted_span.clone());
                     self.claims.push(record(f));
-                    let html = self.claim_html(n, class, quoted, expr, &c.full, &status);
-                    InlineOut {
-                        html,
-                        text: quoted.clone(),
-                    }
+                    let html = self.claim_html(n, class, &shown, expr, &c.full, &status);
+                    InlineOut { html, text: shown }
                 }
                 Inline::AssertStart => {
                     open.push(n);
