@@ -12,6 +12,8 @@ ANSWERS := 5
 MODELS := reference,noscale,softq,nomask
 # The least number of pages the book's PDF may have (title, contents, the chapter).
 PDF_PAGES := 12
+# The site's pages the browser test must find (each page it has is checked).
+PAGES := chapter-1.html,appendix-a.html
 
 PREFIX ?= $(HOME)/.local
 
@@ -59,7 +61,7 @@ test: build
 	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book --places td,answer,figcaption
 	node --test tests/node/
 	tests/browser/setup.sh
-	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
+	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
 	scripts/build-textbook.sh
 	python3 tests/pdf/check.py target/textbook/site target/textbook/book/claims.json --pages 5 --name textbook --places td,note,answer,figcaption
 	python3 tests/pdf/selftest.py target/textbook/site
@@ -83,7 +85,7 @@ crosscheck: site
 # site/ served under a sub-path; screenshots go to tests/artifacts/.
 browser:
 	tests/browser/setup.sh
-	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) node --test --test-concurrency=1 tests/browser/
+	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
 
 # The fixture textbook (tests/fixtures/textbook/) built into target/textbook/site and
 # checked in headless Chromium: navigation, reference previews, footnotes, answers, axe.

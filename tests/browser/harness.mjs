@@ -14,6 +14,9 @@
 // MODELS     the chapter page must have the reader's widget, and its manifest exactly
 //            these models (comma-separated run ids, in order).
 // PAGE       the chapter page to check in depth (default: the first chapter-*.html).
+// PAGES      pages the site must have (comma-separated, e.g. chapter-1.html,appendix-a.html);
+//            every page of the site is loaded, link-checked, counted for its quoted figures
+//            and run through axe, and a page named here that is missing fails the start.
 // ARTIFACTS  where screenshots go (default: tests/artifacts/); CHROMIUM: the browser.
 //
 // Every check requires the count it should find: the chapter's quoted figures are counted
@@ -80,6 +83,7 @@ export const opts = (() => {
     answers: null,
     models: null,
     page: env.PAGE || null,
+    required: (env.PAGES || "").split(",").map((p) => p.trim()).filter(Boolean),
     artifacts: path.resolve(env.ARTIFACTS || path.join(REPO, "tests", "artifacts")),
     chromium: env.CHROMIUM || "/usr/bin/chromium",
   };
@@ -250,6 +254,8 @@ export async function start() {
   if (!chapterPage || !pages.includes(chapterPage)) {
     throw new Error(`no chapter page${opts.page ? ` ${opts.page}` : ""} in ${opts.site}`);
   }
+  const missing = opts.required.filter((p) => !pages.includes(p));
+  if (missing.length) throw new Error(`PAGES names ${missing.join(", ")}, not in ${opts.site} (it has ${pages.join(", ")})`);
   const { server, log: serverLog, port } = await startServer(fs.realpathSync(opts.site));
   const ORIGIN = `http://127.0.0.1:${port}`;
   const BASE = ORIGIN + PREFIX;
@@ -267,6 +273,16 @@ export async function start() {
     const stem = page.replace(/\.html$/, "");
     const n = all.filter((c) => path.basename(String(c.file)).replace(/\.md$/, "") === stem).length;
     return n || null;
+  }
+
+  /** How many claims the site's claims.json records in all, over every page; null when it
+   * cannot be read. */
+  function claimsTotal() {
+    try {
+      return JSON.parse(fs.readFileSync(path.join(opts.site, "claims.json"), "utf8")).length;
+    } catch {
+      return null;
+    }
   }
   console.log(`# serving ${opts.site} at ${BASE}; chapter page ${chapterPage}; pages: ${pages.join(", ")}`);
 
@@ -434,13 +450,20 @@ export async function start() {
     return lines;
   }
 
+  /** axe on every page of the site, the chapter page first. */
   async function axeCheck(ctx) {
-    const page = await open(ctx, CHAPTER);
-    const violations = await runAxe(page);
-    await page.close();
-    const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
-    if (bad.length) fail(`${bad.length} serious/critical: ${bad.map((v) => v.id).join(", ")}`, axeReport(violations));
-    return violations.length ? ["minor/moderate only:", ...axeReport(violations)] : "no violations";
+    const all = [chapterPage, ...pages.filter((p) => p !== chapterPage)];
+    const minor = [];
+    for (const p of all) {
+      const page = await open(ctx, BASE + p);
+      const violations = await runAxe(page);
+      await page.close();
+      const bad = violations.filter((v) => v.impact === "serious" || v.impact === "critical");
+      if (bad.length) fail(`${p}: ${bad.length} serious/critical: ${bad.map((v) => v.id).join(", ")}`, axeReport(violations));
+      if (violations.length) minor.push(`${p}:`, ...axeReport(violations));
+    }
+    const pagesSaid = `${all.length} pages (${all.join(", ")})`;
+    return minor.length ? [`${pagesSaid}; minor/moderate only:`, ...minor] : `${pagesSaid}: no violations`;
   }
 
   /** The chapter's answers in a context of some width: all shut at first; Enter on a
@@ -520,7 +543,7 @@ export async function start() {
 
   return {
     BASE, CHAPTER, ORIGIN, chapterPage, pages, pageInfo, axeSource, events, isNetwork, isOurs,
-    newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, runAxe, axeCheck, answersCheck, claimsFor,
+    newContext, open, gotoReady, settled, scrollSettled, headingPlacement, nearTop, runAxe, axeCheck, answersCheck, claimsFor, claimsTotal,
     audit, close,
   };
 }

@@ -4,7 +4,7 @@
 import { test } from "node:test";
 import { browserSuite, CHECK_TIMEOUT_MS, checked, CHECKS, fail, oneLine, PREFIX } from "./harness.mjs";
 
-await browserSuite(async ({ BASE, ORIGIN, pages, pageInfo, isNetwork, newContext, gotoReady }) => {
+await browserSuite(async ({ BASE, ORIGIN, pages, pageInfo, isNetwork, newContext, gotoReady, claimsTotal }) => {
   const ctx = await newContext();
 
   test(CHECKS[0], { timeout: CHECK_TIMEOUT_MS }, checked(async () => {
@@ -26,6 +26,7 @@ await browserSuite(async ({ BASE, ORIGIN, pages, pageInfo, isNetwork, newContext
             return { tag: e.tagName.toLowerCase(), raw, abs };
           }),
           styled: getComputedStyle(document.body).marginTop === "0px",
+          claims: document.querySelectorAll(".claim").length,
         }));
         pageInfo.set(p, info);
         if (!info.title.trim()) problems.push(`${p}: empty <title>`);
@@ -38,7 +39,14 @@ await browserSuite(async ({ BASE, ORIGIN, pages, pageInfo, isNetwork, newContext
       }
     }
     if (problems.length) fail(problems[0], problems);
-    return `${pages.length} pages at ${BASE}`;
+    // Every claim the build recorded shows on some page: a chapter or appendix whose
+    // quoted figures went missing from its page is caught here.
+    const shown = [...pageInfo.values()].reduce((n, i) => n + i.claims, 0);
+    const want = claimsTotal();
+    if (want === null) fail("the site has no readable claims.json");
+    if (shown !== want) fail(`${shown} quoted figures (.claim) on the site's pages; claims.json records ${want}`);
+    const per = [...pageInfo].filter(([, i]) => i.claims).map(([p, i]) => `${p} ${i.claims}`).join(", ");
+    return `${pages.length} pages at ${BASE}; ${shown} quoted figures, as claims.json records (${per})`;
   }));
 
   test(CHECKS[13], { timeout: CHECK_TIMEOUT_MS }, checked(async () => {
