@@ -95,6 +95,9 @@ codes! {
     FootnoteDuplicate => "footnote-duplicate",
     /// A footnote definition that nothing refers to (neither edition shows it).
     FootnoteUnused => "footnote-unused",
+    /// A code block with no language holds the book's markup: a stray fence, most likely.
+    /// A fence left open, or one closed twice, turns the prose after it into code.
+    MarkupInCode => "markup-in-code",
 
     // ---- Runs
     /// A run's body is not a valid run (its overrides do not fit the config).
