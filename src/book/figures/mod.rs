@@ -28,6 +28,7 @@ kinds! {
         BlockDiagram(block_diagram) = "block-diagram",
         Sharpening(sharpening) = "sharpening",
         PositionNorms(position_norms) = "position-norms",
+        LengthCurve(length_curve) = "length-curve",
     }
 }
 
