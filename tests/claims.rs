@@ -230,9 +230,7 @@ fn claims_json_records_values_tolerances_and_differences() {
 fn sections_are_numbered_and_referenced() {
     let src = "# S\n\nSee {@sec-b}, {@sec-b-sub} and {@sec-refs}.\n\n## Alpha {#sec-a}\n\nText.\n\n## Beta {#sec-b}\n\n### Sub {#sec-b-sub}\n\n## Sources {#sec-refs .unnumbered}\n";
     let p = Project::new(src);
-    let out = p.build();
-    assert_eq!(out.errors(), 0, "{:?}", located(&out));
-    let html = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    let (out, html) = p.built_page();
     for want in [
         r#"<h2 id="sec-a"><span class="sec-num">1.1</span> Alpha"#,
         r#"<h2 id="sec-b"><span class="sec-num">1.2</span> Beta"#,
@@ -281,9 +279,7 @@ Again.
 ## After {#sec-after}
 ";
     let p = Project::new(src);
-    let out = p.build();
-    assert_eq!(out.errors(), 0, "{:?}", located(&out));
-    let html = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    let (_, html) = p.built_page();
     for want in [
         r#"<h3 id="ex-one"><span class="sec-num">Exercise 1.1</span> Scale"#,
         r#"<h3 id="ex-two"><span class="sec-num">Exercise 1.2</span> Mask"#,

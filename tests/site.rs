@@ -646,9 +646,7 @@ fn answers_can_be_collected_at_the_end_of_the_chapter() {
 fn an_attention_figure_draws_the_blocks_heads_and_seed_it_names() {
     let chapter = "# A\n\n```run pair\nbase = \"reference\"\nseeds = [0, 1]\n[train]\nsteps = 5\nblock = 1\nwindow = 1\n[eval]\ntest_size = 4\nlong_size = 2\n```\n\n```figure fig-one\nkind = \"attention\"\nruns = [\"pair\"]\nblocks = [2]\nheads = [1]\nseed = 1\ninput = \"fgcabe\"\ncaption = \"One head.\"\n```\n\n```figure fig-all\nkind = \"attention\"\nruns = [\"pair\"]\ncaption = \"Every head.\"\n```\n";
     let p = Project::new(chapter);
-    let out = p.build();
-    assert_eq!(out.errors(), 0, "{:?}", located(&out));
-    let html = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    let (_, html) = p.built_page();
     let one = &html[html.find("id=\"fig-one\"").unwrap()..html.find("id=\"fig-all\"").unwrap()];
     let all = &html[html.find("id=\"fig-all\"").unwrap()..];
     assert_eq!(one.matches("block 2, head 1").count(), 1, "{one}");
@@ -675,9 +673,7 @@ fn an_attention_figure_draws_the_blocks_heads_and_seed_it_names() {
 fn a_results_table_computes_every_cell() {
     let chapter = "# R\n\n```run one\nbase = \"reference\"\n[train]\nsteps = 5\nblock = 1\nwindow = 1\n[eval]\ntest_size = 4\nlong_size = 2\n```\n\n```run pair\nbase = \"one\"\nseeds = [0, 1]\n```\n\n```table tab-r\nkind = \"results\"\nruns = [\"one\", \"pair\"]\nlabels = [\"One seed\", \"Two seeds\"]\ncolumns = [[\"Parameters\", \"num(run.params if run.params is defined else run.runs[0].params)\"], [\"Seeds\", \"(run.seeds | length) if run.seeds is defined else 1\"], [\"Steps of one\", \"one.config.train.steps\"]]\ncaption = \"Computed.\"\n```\n";
     let p = Project::new(chapter);
-    let out = p.build();
-    assert_eq!(out.errors(), 0, "{:?}", located(&out));
-    let html = std::fs::read_to_string(p.root().join("site/chapter-1.html")).unwrap();
+    let (_, html) = p.built_page();
     for want in [
         r#"<th scope="row">One seed</th><td class="num">103,244</td><td class="num">1</td><td class="num">5</td>"#,
         r#"<th scope="row">Two seeds</th><td class="num">103,244</td><td class="num">2</td><td class="num">5</td>"#,

@@ -124,6 +124,15 @@ impl Project {
         book::build(&self.options(true))
     }
 
+    /// Builds the site, requires no errors, and returns the outcome with the chapter's page.
+    #[allow(dead_code)] // not every test binary builds pages
+    pub fn built_page(&self) -> (Outcome, String) {
+        let out = self.build();
+        assert_eq!(out.errors(), 0, "{:?}", located(&out));
+        let html = std::fs::read_to_string(self.root().join("site/chapter-1.html")).unwrap();
+        (out, html)
+    }
+
     pub fn chapter(&self) -> String {
         std::fs::read_to_string(self.root().join("book/chapter.md")).unwrap()
     }
