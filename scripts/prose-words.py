@@ -12,12 +12,16 @@ import re
 import sys
 
 
-def words(text: str) -> int:
+def prose(text: str) -> str:
+    """The chapter without fences, display math, table rows, captions and constructs."""
     s = re.sub(r"```.*?```", "", text, flags=re.S)
     s = re.sub(r"\$\$.*?\$\$", "", s, flags=re.S)
     s = re.sub(r"\{[=?!#@][^{}]*(\{[^{}]*\}[^{}]*)*\}", "", s)
-    s = re.sub(r"\$[^$]*\$", "X", s)
-    s = "\n".join(l for l in s.split("\n") if not l.startswith("|") and not l.startswith("Table:"))
+    return "\n".join(l for l in s.split("\n") if not l.startswith("|") and not l.startswith("Table:"))
+
+
+def words(text: str) -> int:
+    s = re.sub(r"\$[^$]*\$", "X", prose(text))
     s = re.sub(r"[\[\]*`#]", " ", s)
     return len(s.split())
 

@@ -10,16 +10,17 @@ consecutive words that occurs, in the same order, in both; every run of at least
 words (8 by default) is printed with its length, and the last line gives their count.
 """
 import argparse
+import importlib.util
+import pathlib
 import re
 
+_spec = importlib.util.spec_from_file_location(
+    "prose_words", pathlib.Path(__file__).resolve().parent / "prose-words.py"
+)
+_prose_words = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_prose_words)
+prose = _prose_words.prose  # the same stripping the word count uses
 
-
-def prose(text: str) -> str:
-    s = re.sub(r"```.*?```", "", text, flags=re.S)
-    s = re.sub(r"\$\$.*?\$\$", "", s, flags=re.S)
-    s = re.sub(r"\{[=?!#@][^{}]*(\{[^{}]*\}[^{}]*)*\}", "", s)
-    s = "\n".join(l for l in s.split("\n") if not l.startswith("|") and not l.startswith("Table:"))
-    return s
 
 
 def tokens(text: str) -> list[str]:

@@ -221,13 +221,22 @@ impl<'a> RunData<'a> {
 
     /// The first seed's training result; a probe run has none.
     pub fn train(&self, what: &str) -> Result<&'a TrainResult, Diagnostic> {
-        self.first().train().ok_or_else(|| {
-            Diagnostic::error(
-                Code::ProbeRun,
-                None,
-                format!("{what} needs a training run, and `{}` is a probe", self.id),
-            )
-        })
+        self.first().train().ok_or_else(|| self.probe(what))
+    }
+
+    /// Every seed's training result, in the run's order of seeds.
+    pub fn trains(&self, what: &str) -> Result<Vec<&'a TrainResult>, Diagnostic> {
+        (self.seeds.iter())
+            .map(|r| r.train().ok_or_else(|| self.probe(what)))
+            .collect()
+    }
+
+    fn probe(&self, what: &str) -> Diagnostic {
+        Diagnostic::error(
+            Code::ProbeRun,
+            None,
+            format!("{what} needs a training run, and `{}` is a probe", self.id),
+        )
     }
 }
 

@@ -5,7 +5,6 @@
 use super::alt::{fmt_pct, run_name};
 use super::theme::{de, mesh, render, text_style, Area, PALETTE};
 use super::{drawn, Figure, Svg};
-use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
 use crate::book::kinds::RunData;
 use plotters::prelude::*;
@@ -47,17 +46,7 @@ impl Figure for Spec {
 /// A run's curve, both test sets pooled per seed and length (correct over tested).
 fn curve(run: &RunData) -> Result<Curve, Diagnostic> {
     let mut per_len: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
-    for r in &run.seeds {
-        let t = r.train().ok_or_else(|| {
-            Diagnostic::error(
-                Code::ProbeRun,
-                None,
-                format!(
-                    "a length-curve figure needs a training run, and `{}` is a probe",
-                    run.id
-                ),
-            )
-        })?;
+    for t in run.trains("a length-curve figure")? {
         let mut pooled: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
         for b in t.test.by_length.iter().chain(&t.long.by_length) {
             let e = pooled.entry(b.len).or_default();

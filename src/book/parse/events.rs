@@ -261,15 +261,15 @@ impl Builder<'_> {
             .next()
             .unwrap_or_default()
             .to_string();
+        let text = &self.sub.text;
+        let line_end = text[start..].find('\n').map_or(start, |n| start + n);
         let Some(kind) = directive::DirectiveKind::from_word(&lang) else {
             let body = self.restore(body);
             if lang.is_empty() {
-                self.markup_in_code(start, &body, diags);
+                markup_in_code(self.span(start..line_end), &body, diags);
             }
             return Node::Code { lang, body };
         };
-        let text = &self.sub.text;
-        let line_end = text[start..].find('\n').map_or(start, |n| start + n);
         let body_start = (line_end + 1).min(text.len());
         let body = if kind.has_prose() {
             body.to_string()
@@ -286,29 +286,6 @@ impl Builder<'_> {
             caption: &|c| self.caption(c, &at, &body, body_start),
         };
         directive::parse(kind, &fence, diags).map_or(Node::Broken, Node::Directive)
-    }
-
-    /// A fenced block with no language whose text holds the book's own markup (`]{=`,
-    /// `]{?`, `]{!`, `{@`) is most likely prose that a stray fence turned into code: its
-    /// figures are then neither checked nor shown as figures, and nothing else would say so.
-    fn markup_in_code(&self, start: usize, body: &str, diags: &mut Vec<Diagnostic>) {
-        let Some(found) = ["]{=", "]{?", "]{!", "{@"]
-            .iter()
-            .find(|m| body.contains(**m))
-        else {
-            return;
-        };
-        let text = &self.sub.text;
-        let line_end = text[start..].find('\n').map_or(start, |n| start + n);
-        diags.push(
-            Diagnostic::warning(
-                Code::MarkupInCode,
-                Some(self.span(start..line_end)),
-                format!("this code block holds the book's markup (`{found}`): is a fence left open?"),
-            )
-            .label("a fence with no language opens a code block here")
-            .hint("a fence closed twice opens a block that runs to the next fence; delete the extra ```, or give a real code block its language"),
-        );
     }
 
     /// pulldown-cmark leaves a `$$` that opens no formula as text: its braces do not
@@ -389,4 +366,25 @@ fn split(t: &str, index: &[Option<usize>], nodes: &mut Vec<Node>) {
             }
         }
     }
+}
+
+/// A fenced block with no language whose text holds the book's own markup (`]{=`,
+/// `]{?`, `]{!`, `{@`) is most likely prose that a stray fence turned into code: its
+/// figures are then neither checked nor shown as figures, and nothing else would say so.
+fn markup_in_code(fence: Span, body: &str, diags: &mut Vec<Diagnostic>) {
+    let Some(found) = ["]{=", "]{?", "]{!", "{@"]
+        .iter()
+        .find(|m| body.contains(**m))
+    else {
+        return;
+    };
+    diags.push(
+        Diagnostic::warning(
+            Code::MarkupInCode,
+            Some(fence),
+            format!("this code block holds the book's markup (`{found}`): is a fence left open?"),
+        )
+        .label("a fence with no language opens a code block here")
+        .hint("a fence closed twice opens a block that runs to the next fence; delete the extra ```, or give a real code block its language"),
+    );
 }
