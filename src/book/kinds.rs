@@ -211,6 +211,8 @@ pub struct RunData<'a> {
     pub label: &'a str,
     /// One result per seed, in the order the run lists its seeds; never empty.
     pub seeds: Vec<&'a RunResult>,
+    /// Each seed's cache entry (its `weights.safetensors`), in the same order.
+    pub entries: Vec<&'a std::path::Path>,
 }
 
 impl<'a> RunData<'a> {

@@ -43,6 +43,7 @@ pub mod site;
 pub mod sitefiles;
 pub mod tables;
 pub mod theme;
+pub mod weights;
 pub mod why;
 
 use crate::book::codes::Code;

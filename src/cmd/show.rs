@@ -56,7 +56,11 @@ pub fn show(args: &ShowArgs) -> ExitCode {
     done.sort_by_key(|(j, _)| plan.seeds.iter().position(|&s| s == j.seed));
     let results: Vec<Value> = done
         .iter()
-        .map(|(_, p)| serde_json::to_value(&p.result).unwrap_or_default())
+        .map(|(_, p)| {
+            let mut v = serde_json::to_value(&p.result).unwrap_or_default();
+            revtx_book::book::weights::add_table(&mut v, &p.dir);
+            v
+        })
         .collect();
     let under = |v: &Value| -> Option<Value> {
         match &args.path {

@@ -75,7 +75,19 @@ pub fn context(results: &Results) -> Value {
         let plan = results.plans.iter().find(|p| &p.id == id);
         let seeds: Vec<&RunResult> = produced.iter().map(|p| &p.result).collect();
         let ensemble = plan.is_some_and(|p| p.seeds.len() > 1);
-        map.insert(id.clone(), run_value(&seeds, ensemble));
+        let mut value = run_value(&seeds, ensemble);
+        // A learned table's similarities, read from the weights (`run.table`).
+        for (i, p) in produced.iter().enumerate() {
+            let seed = if ensemble {
+                value.get_mut("runs").and_then(|r| r.get_mut(i))
+            } else {
+                (i == 0).then_some(&mut value)
+            };
+            if let Some(seed) = seed {
+                crate::book::weights::add_table(seed, &p.dir);
+            }
+        }
+        map.insert(id.clone(), value);
     }
     Value::from_serialize(serde_json::Value::Object(map))
 }

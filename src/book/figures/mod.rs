@@ -29,6 +29,7 @@ kinds! {
         Sharpening(sharpening) = "sharpening",
         PositionNorms(position_norms) = "position-norms",
         LengthCurve(length_curve) = "length-curve",
+        PositionSimilarity(position_similarity) = "position-similarity",
     }
 }
 

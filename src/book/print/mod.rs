@@ -260,6 +260,7 @@ impl<'a> Printer<'a> {
                     id,
                     label,
                     seeds: produced.iter().map(|p| &p.result).collect(),
+                    entries: produced.iter().map(|p| p.dir.as_path()).collect(),
                 })
             })
             .collect()

@@ -46,6 +46,7 @@ fn resolve<'r, K>(
             id,
             label,
             seeds: produced.iter().map(|p| &p.result).collect(),
+            entries: produced.iter().map(|p| p.dir.as_path()).collect(),
         });
     }
     Some(out)
