@@ -14,7 +14,10 @@ fn numbers(xs: &[Value]) -> Result<Vec<f64>, Error> {
     xs.iter()
         .map(|x| {
             super::as_f64(x).ok_or_else(|| {
-                Error::new(ErrorKind::InvalidOperation, format!("{x} is not a number"))
+                Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!("{} `{}` is not a number", x.kind(), super::as_short_text(x)),
+                )
             })
         })
         .collect()
@@ -47,6 +50,11 @@ pub fn min(xs: Vec<Value>) -> Result<f64, Error> {
     Ok(nonempty("min", &xs)?
         .into_iter()
         .fold(f64::INFINITY, f64::min))
+}
+
+/// The total of a list of numbers (of an empty list, 0), in order.
+pub fn sum(xs: Vec<Value>) -> Result<f64, Error> {
+    Ok(numbers(&xs)?.into_iter().fold(0.0, |a, x| a + x))
 }
 
 /// The largest of a list of numbers.
@@ -106,6 +114,151 @@ pub fn covers(lists: Vec<Value>, target: Vec<Value>) -> Result<bool, Error> {
         rows.push(row);
     }
     Ok((0..target.len()).all(|i| rows.iter().any(|row| row[i] == target[i])))
+}
+
+/// One recorded attention row's strongest key, per head: the query's position, the key's
+/// position, and whether the key holds the letter the query's row writes next.
+struct Strongest {
+    query: usize,
+    key: usize,
+    reads: bool,
+}
+
+/// Every head's strongest keys in `block` (numbered from 0) of a run's recorded attention
+/// (`train.attention`, teacher-forced on `eval.attention_input`), one row per answer row.
+fn strongest(result: Value, block: usize, what: &str) -> Result<Vec<Vec<Strongest>>, Error> {
+    let attention = pluck(vec![result], "train.attention".into())?
+        .pop()
+        .unwrap_or_default();
+    let tokens: Vec<Value> = attention.get_attr("tokens")?.try_iter()?.collect();
+    let heads = (attention.get_attr("strongest")?).get_item(&Value::from(block))?;
+    if heads.is_undefined() {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!("{what}: the model has no block {block} (numbered from 0)"),
+        ));
+    }
+    let mut out = Vec::new();
+    for head in heads.try_iter()? {
+        let mut rows = Vec::new();
+        for row in head.try_iter()? {
+            let query = usize::try_from(row.get_attr("query")?)?;
+            rows.push(Strongest {
+                query,
+                key: usize::try_from(row.get_attr("key")?)?,
+                reads: tokens.get(query + 1) == Some(&row.get_attr("key_token")?),
+            });
+        }
+        out.push(rows);
+    }
+    Ok(out)
+}
+
+/// How many of the rows `from..to` (all when absent) some head satisfies `hit` in.
+fn rows_where(
+    heads: &[Vec<Strongest>],
+    from: Option<usize>,
+    to: Option<usize>,
+    hit: impl Fn(&Strongest) -> bool,
+) -> usize {
+    let n = heads.first().map_or(0, Vec::len);
+    (from.unwrap_or(0)..to.unwrap_or(n).min(n))
+        .filter(|&i| heads.iter().any(|h| h.get(i).is_some_and(&hit)))
+        .count()
+}
+
+/// `result | reads(block)`: in how many of a run's answer rows some head of `block`
+/// (numbered from 0) puts its strongest weight on a key holding the letter the row must
+/// write next, wherever that key is; `from` and `to` count only rows `from..to`. Over an
+/// ensemble, `run.runs | map('reads', 1) | list` gives every seed's count.
+pub fn reads(
+    result: Value,
+    block: usize,
+    from: Option<usize>,
+    to: Option<usize>,
+) -> Result<usize, Error> {
+    let heads = strongest(result, block, "reads")?;
+    Ok(rows_where(&heads, from, to, |s| s.reads))
+}
+
+/// `result | looks(block, back)`: in how many answer rows some head of `block` puts its
+/// strongest weight on the key exactly `back` positions before the query (`1`: the token
+/// just before); `from` and `to` as for `reads`.
+pub fn looks(
+    result: Value,
+    block: usize,
+    back: usize,
+    from: Option<usize>,
+    to: Option<usize>,
+) -> Result<usize, Error> {
+    let heads = strongest(result, block, "looks")?;
+    Ok(rows_where(&heads, from, to, |s| {
+        s.query.checked_sub(back) == Some(s.key)
+    }))
+}
+
+/// `result | prefix(len)`: how many leading letters of the answer a run's decodes got right,
+/// on average over its test and longer strings of `len` letters (a string right to the end
+/// counts all `len`): where the first wrong letter falls. For `reverse`, `copy` and `sort`.
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "counts of test strings and letters, exact in an f64"
+)]
+pub fn prefix(result: Value, len: usize) -> Result<f64, Error> {
+    use revtx_spec::task::{Alphabet, Task};
+    let fail = |m: String| Error::new(ErrorKind::InvalidOperation, format!("prefix: {m}"));
+    let data = pluck(vec![result.clone()], "config.data".into())?
+        .pop()
+        .unwrap_or_default();
+    // A key left at its default is left out of the configuration.
+    let task = match data.get_attr("task")? {
+        t if t.is_undefined() => Task::default(),
+        t => serde_json::from_value::<Task>(serde_json::json!(t.to_string()))
+            .map_err(|e| fail(e.to_string()))?,
+    };
+    if !matches!(task, Task::Reverse | Task::Copy | Task::Sort) {
+        return Err(fail(format!(
+            "counts letters of reverse, copy and sort, not {}",
+            task.name()
+        )));
+    }
+    let letters = match data.get_attr("letters")? {
+        l if l.is_undefined() => 10,
+        l => usize::try_from(l)?,
+    };
+    let alphabet = Alphabet::new(task, letters);
+    let (mut strings, mut right) = (0usize, 0usize);
+    for set in ["train.test", "train.long"] {
+        let eval = pluck(vec![result.clone()], set.into())?
+            .pop()
+            .unwrap_or_default();
+        let inputs: Vec<Value> = eval.get_attr("inputs")?.try_iter()?.collect();
+        let outputs: Vec<Value> = eval.get_attr("outputs")?.try_iter()?.collect();
+        for (input, output) in inputs.iter().zip(&outputs) {
+            let (input, output) = (input.to_string(), output.to_string());
+            if input.len() != len {
+                continue;
+            }
+            let ids: Vec<u8> = input.bytes().map(|b| b.wrapping_sub(b'a')).collect();
+            let want = alphabet.text(
+                &alphabet
+                    .answer(&ids)
+                    .iter()
+                    .map(|&t| i64::from(t))
+                    .collect::<Vec<_>>(),
+            );
+            right += want
+                .chars()
+                .zip(output.chars())
+                .take_while(|(a, b)| a == b)
+                .count();
+            strings += 1;
+        }
+    }
+    if strings == 0 {
+        return Err(fail(format!("the run decoded no string of {len} letters")));
+    }
+    Ok(right as f64 / strings as f64)
 }
 
 pub fn ln(x: f64) -> f64 {

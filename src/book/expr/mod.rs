@@ -32,6 +32,7 @@ pub fn environment() -> Environment<'static> {
     env.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
     env.add_function("mean", helpers::mean);
     env.add_function("sd", helpers::sd);
+    env.add_function("sum", helpers::sum);
     env.add_function("min", helpers::min);
     env.add_function("max", helpers::max);
     env.add_function("count", helpers::count);
@@ -52,6 +53,9 @@ pub fn environment() -> Environment<'static> {
     env.add_function("passing", helpers::passing);
     env.add_filter("pluck", helpers::pluck);
     env.add_filter("covers", helpers::covers);
+    env.add_filter("reads", helpers::reads);
+    env.add_filter("looks", helpers::looks);
+    env.add_filter("prefix", helpers::prefix);
     env
 }
 
@@ -287,6 +291,56 @@ pub(crate) fn trim_float(f: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One run whose recorded attention has two heads in one block over `ab|ab`: the
+    /// answer rows are the queries at the separator and at the first answer letter.
+    fn attention_run(task: &str) -> serde_json::Value {
+        let row = |query: usize, key: usize, tok: &str| serde_json::json!({"query": query, "query_token": "", "key": key, "key_token": tok, "weight": 0.9});
+        serde_json::json!({
+            "config": {"data": {"task": task}},
+            "train": {
+                "attention": {
+                    "tokens": ["a", "b", "|", "b", "a"],
+                    // Head 1 reads the right letter at the separator (b, one back) and
+                    // then looks at itself; head 2 looks two back and reads nothing.
+                    "strongest": [[[row(2, 1, "b"), row(3, 3, "b")], [row(2, 0, "a"), row(3, 1, "b")]]]
+                },
+                "test": {"inputs": ["ab", "abc"], "outputs": ["ba", "cab"]},
+                "long": {"inputs": ["abcd"], "outputs": ["dcab"]}
+            }
+        })
+    }
+
+    #[test]
+    fn attention_and_prefix_helpers() {
+        let env = environment();
+        let ctx = Value::from_serialize(serde_json::json!({
+            "rev": attention_run("reverse"), "copy": attention_run("copy"),
+        }));
+        let eval = |e: &str| evaluate(&env, e, &ctx).map(|v| v.to_string());
+        // reads: row 0 reads `b` (the letter after the separator); row 1 reads nothing.
+        assert_eq!(eval("rev | reads(0)").unwrap(), "1");
+        assert_eq!(eval("rev | reads(0, 1)").unwrap(), "0");
+        assert_eq!(eval("rev | reads(0, 0, 1)").unwrap(), "1");
+        // looks: one back only in row 0 (key 1 for query 2), two back in both rows.
+        assert_eq!(eval("rev | looks(0, 1)").unwrap(), "1");
+        assert_eq!(eval("rev | looks(0, 2)").unwrap(), "2");
+        assert!(eval("rev | reads(1)").unwrap_err().contains("no block 1"));
+        // prefix: reverse `ab` → `ba` right (2); copy `ab` → `ba` wrong at once (0).
+        assert_eq!(eval("rev | prefix(2)").unwrap(), "2.0");
+        assert_eq!(eval("copy | prefix(2)").unwrap(), "0.0");
+        // `abc` reversed is `cba`: `cab` keeps one letter; `abcd` → `dcab` keeps two.
+        assert_eq!(eval("rev | prefix(3)").unwrap(), "1.0");
+        assert_eq!(eval("rev | prefix(4)").unwrap(), "2.0");
+        assert!(eval("rev | prefix(5)")
+            .unwrap_err()
+            .contains("no string of 5 letters"));
+        assert_eq!(eval("sum([1, 2.5])").unwrap(), "3.5");
+        assert_eq!(eval("sum([])").unwrap(), "0.0");
+        assert!(eval("sum([1, 'a'])")
+            .unwrap_err()
+            .contains("is not a number"));
+    }
 
     #[test]
     fn expressions_see_runs_and_helpers() {
