@@ -73,6 +73,17 @@ fn the_textbook_builds_with_one_run_for_three_parts() {
         "the preview holds the caption: {preview}"
     );
     assert!(a.contains(">Section 2.1</a>") && a.contains(r#"href="chapter-2.html#sec-again""#));
+    // A chapter's `#` title with an id reads as the chapter.
+    assert!(
+        two.contains(r#"href="chapter-1.html#chap-counting""#) && two.contains(">Chapter 1</a>"),
+        "chapter 2 refers to chapter 1 by its title's id"
+    );
+    // The position table, read from the run's saved weights, for a figure and an insert.
+    assert!(
+        a.contains("Heatmaps side by side of the cosine similarity")
+            && a.contains("learned (seed 0): 25 positions"),
+        "the appendix draws the tiny run's position table"
+    );
     assert!(
         a.contains(">(2.1)</a>"),
         "the appendix refers to chapter 2's equation"

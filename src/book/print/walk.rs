@@ -221,6 +221,10 @@ impl Printer<'_> {
             .position(|n| matches!(n, Node::Md(Event::End(TagEnd::Heading(_)))))
             .unwrap_or(0);
         if *level == HeadingLevel::H1 {
+            // The title is the chapter opener's; its id marks the chapter for references.
+            if let Some(id) = id {
+                let _ = writeln!(out, "\n#metadata(none) <{id}>\n");
+            }
             return end + 1;
         }
         let inner = self.inlines(w, &nodes[i + 1..end]);

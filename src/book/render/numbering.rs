@@ -8,7 +8,8 @@
 //! can be referred to: `{@sec-scale}` reads "Section 1.4"; a `###` heading reads as the
 //! section it belongs to ("Section 1.4") and links to itself; an unnumbered one reads as
 //! its title in quotes. A heading of any level with the class `{.exercise}` is an
-//! exercise, numbered per chapter ("Exercise 1.2"), and a reference to it reads so.
+//! exercise, numbered per chapter ("Exercise 1.2"), and a reference to it reads so. The
+//! chapter's `#` title with an id (`{#chap-attention}`) reads as the chapter ("Chapter 1").
 
 use crate::book::parse::{Chapter, Directive, Inline, Node};
 use pulldown_cmark::{Event, HeadingLevel, Tag, TagEnd};
@@ -77,7 +78,11 @@ pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
             } else {
                 (String::new(), section.clone())
             };
-            if *level != HeadingLevel::H1 {
+            if *level == HeadingLevel::H1 {
+                if let Some(id) = id {
+                    out.insert(i, chapter_number(ch, id));
+                }
+            } else {
                 out.insert(
                     i,
                     Number {
@@ -124,6 +129,20 @@ pub fn numbers(ch: &Chapter) -> HashMap<usize, Number> {
         );
     }
     out
+}
+
+/// The chapter's `#` title with an id: a reference to it reads as the chapter ("Chapter
+/// 1"), or as its title in quotes in front matter.
+fn chapter_number(ch: &Chapter, id: &str) -> Number {
+    Number {
+        label: String::new(),
+        id: Some(id.to_string()),
+        xref: if ch.place.prefix().is_some() {
+            ch.place.name()
+        } else {
+            format!("“{}”", ch.title)
+        },
+    }
 }
 
 /// The plain text of the heading starting at node `i`.
