@@ -126,7 +126,8 @@ impl Renderer<'_> {
     /// of the book (otherwise an error at the fence, and nothing).
     pub(super) fn widget(&mut self, w: &Widget, span: &Span) -> String {
         let mut models = Vec::new();
-        let mut max_len = 0;
+        let (mut max_len, mut max_input) = (0, usize::MAX);
+        let (mut tasks, mut example) = (Vec::new(), None);
         for m in &w.models {
             let Some(result) = self.results.by_run.get(&m.run).and_then(|p| p.first()) else {
                 if self.results.plans.iter().any(|p| p.id == m.run) {
@@ -168,6 +169,14 @@ impl Renderer<'_> {
                 return String::new();
             }
             max_len = max_len.max(result.config.data.max_len);
+            // 2n + 1 tokens must fit every model's positions (static/widget/main.js).
+            let positions = usize::try_from(result.config.model.positions).unwrap_or(0);
+            max_input = max_input.min(positions.saturating_sub(1) / 2);
+            let task = result.config.data.task.name();
+            if !tasks.contains(&task) {
+                tasks.push(task);
+            }
+            example = example.or_else(|| result.train().map(|t| t.attention.input.clone()));
             models.push(context! { id => &m.run, label => m.label() });
         }
         if !self.within_budget(w, span) {
@@ -177,6 +186,9 @@ impl Renderer<'_> {
             id => &w.id,
             models_url => format!("{}manifest.json", super::super::site::MODELS_DIR),
             max_len,
+            max_input,
+            tasks,
+            example,
             models,
         };
         self.html("widget.html", context! { widget })
