@@ -8,7 +8,7 @@
 
 use super::export;
 use super::parse::directive::WidgetModel;
-use super::parse::{Book, Directive};
+use super::parse::{Book, Chapter, Directive};
 use super::render::{self, RenderedChapter, SearchEntry};
 use super::runs::Results;
 use super::sitefiles::Files;
@@ -17,6 +17,17 @@ use anyhow::{Context, Result};
 use minijinja::{context, Environment};
 use std::fmt::Write as _;
 use std::path::Path;
+
+/// The pages that hold a widget (and so load its script and styles).
+fn widget_pages(book: &Book) -> Vec<&str> {
+    (book.chapters.iter())
+        .filter(|ch| {
+            ch.directives()
+                .any(|d| matches!(d.node, Directive::Widget(_)))
+        })
+        .map(|ch| ch.slug.as_str())
+        .collect()
+}
 
 /// Where the widget's models go, relative to the site root (the pages are at the root).
 pub const MODELS_DIR: &str = "models/";
@@ -92,15 +103,7 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
     );
     nav.push(("Runs".to_string(), "runs.html".to_string(), none));
     let generated = build_time();
-    let with_widget: Vec<&str> = book
-        .chapters
-        .iter()
-        .filter(|ch| {
-            ch.directives()
-                .any(|d| matches!(d.node, Directive::Widget(_)))
-        })
-        .map(|ch| ch.slug.as_str())
-        .collect();
+    let with_widget = widget_pages(book);
     let page = |title: &str,
                 slug: &str,
                 kind: &str,
@@ -108,6 +111,12 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
                 toc: &[render::TocEntry]|
      -> Result<String> {
         let widget = with_widget.contains(&slug);
+        // A chapter's `# Title {#id}`: the page's title carries the id references link to.
+        let title_id = book
+            .chapters
+            .iter()
+            .find(|ch| ch.slug == slug)
+            .and_then(Chapter::title_id);
         let nav: Vec<_> = nav
             .iter()
             .map(|(t, h, toc)| {
@@ -117,7 +126,7 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
             .collect();
         Ok(env.get_template("page.html")?.render(context! {
             book => context! { title => &book.config.title, author => &book.config.author, language => &book.config.language, pdf => ctx.pdf.map(|(name, _)| name.as_str()) },
-            page => context! { title => title, content => minijinja::Value::from_safe_string(content), toc => toc, kind => kind, widget => widget },
+            page => context! { title => title, title_id => title_id, content => minijinja::Value::from_safe_string(content), toc => toc, kind => kind, widget => widget },
             root => "",
             nav => nav,
             build => context! { version => env!("CARGO_PKG_VERSION"), fingerprint => ENGINE.code, generated => generated },

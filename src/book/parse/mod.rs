@@ -139,6 +139,19 @@ pub struct Chapter {
 }
 
 impl Chapter {
+    /// The id of the chapter's `#` title (`# Positions and length {#chap-positions}`), which
+    /// references to the chapter link to.
+    pub fn title_id(&self) -> Option<&str> {
+        self.nodes.iter().find_map(|n| match n {
+            Node::Md(Event::Start(Tag::Heading {
+                level: HeadingLevel::H1,
+                id,
+                ..
+            })) => Some(id.as_deref()),
+            _ => None,
+        })?
+    }
+
     /// The chapter's directives, in document order.
     pub fn directives(&self) -> impl Iterator<Item = &Spanned<Directive>> {
         self.nodes.iter().filter_map(|n| match n {
