@@ -3,17 +3,16 @@
 
 CARGO ?= cargo
 BIN := target/release/revtx-book
-# Figures the chapter draws (loss, block diagram, sharpening, attention, position norms,
-# faults).
-FIGURES := 6
-# The chapter's exercises, each with an answer shut until the reader opens it.
-ANSWERS := 5
-# The models of the chapter's widget, in the order it lists them.
-MODELS := reference,noscale,softq,nomask
-# The least number of pages the book's PDF may have (title, contents, the chapter).
-PDF_PAGES := 12
+# What the browser test checks in depth on each chapter's page: its figures (exactly),
+# its answers (each shut until opened) and its widget's models, in the order it lists them.
+# Chapter 1: loss, block diagram, sharpening, attention, position norms, faults.
+CHAPTER_1 := PAGE=chapter-1.html FIGURES=6 ANSWERS=5 MODELS=reference,noscale,softq,nomask
+# Chapter 2: two length curves, position similarity, four attention maps.
+CHAPTER_2 := PAGE=chapter-2.html FIGURES=7 ANSWERS=5 MODELS=learned_copy,sin_copy_offsets,rope_reverse
+# The least number of pages the book's PDF may have (title, contents, the chapters).
+PDF_PAGES := 24
 # The site's pages the browser test must find (each page it has is checked).
-PAGES := chapter-1.html,appendix-a.html
+PAGES := chapter-1.html,chapter-2.html,appendix-a.html
 
 PREFIX ?= $(HOME)/.local
 
@@ -61,7 +60,8 @@ test: build
 	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book --places td,answer,figcaption
 	node --test tests/node/
 	tests/browser/setup.sh
-	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_1) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_2) PAGES=$(PAGES) ARTIFACTS=tests/artifacts/chapter-2 node --test --test-concurrency=1 tests/browser/
 	scripts/build-textbook.sh
 	python3 tests/pdf/check.py target/textbook/site target/textbook/book/claims.json --pages 5 --name textbook --places td,note,answer,figcaption
 	python3 tests/pdf/selftest.py target/textbook/site
@@ -85,7 +85,8 @@ crosscheck: site
 # site/ served under a sub-path; screenshots go to tests/artifacts/.
 browser:
 	tests/browser/setup.sh
-	SITE=site FIGURES=$(FIGURES) ANSWERS=$(ANSWERS) MODELS=$(MODELS) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_1) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_2) PAGES=$(PAGES) ARTIFACTS=tests/artifacts/chapter-2 node --test --test-concurrency=1 tests/browser/
 
 # The fixture textbook (tests/fixtures/textbook/) built into target/textbook/site and
 # checked in headless Chromium: navigation, reference previews, footnotes, answers, axe.

@@ -12,9 +12,10 @@
 // check       `check(name, fn)`, a node:test subtest: fn throws to fail, returns a note to pass
 // axeSource   optional axe.min.js source: when given, the loaded widget (heatmaps
 //             drawn) is checked in both themes for serious/critical violations
-// models      optional run ids: the manifest must hold exactly these, in this order
-//             (without it, it must hold at least the reference model); the first is the
-//             one timed
+// models      optional run ids: the page's widget must list exactly these, in this order
+//             (without it, at least the reference model), and the site's manifest (every
+//             widget's models) must hold them; the first is the one timed. Parity and
+//             attention are checked for the page's models
 //
 // It checks that the models load lazily; that every model decodes the chapter's 500
 // test and 200 long strings in the page exactly like the engine (models/decodes.json);
@@ -287,14 +288,19 @@ export async function testWidget(page, { baseUrl, chapterUrl, log = console.log,
   });
   if (!data) return;
 
+  // The manifest holds every widget's models, site-wide; this page's widget lists its own.
   const ids = data.manifest.models.map((m) => m.id);
+  const onPage = await page.$$eval(`${WIDGET} input[data-rw-model]`, (els) => els.map((e) => e.value));
   const timed = models ? models[0] : DEFAULT_MODEL;
-  await check(`widget: the manifest has ${models ? models.join(", ") : `the ${DEFAULT_MODEL} model`}`, () => {
-    if (models && ids.join(",") !== models.join(",")) fail(`the manifest has [${ids.join(", ")}], expected [${models.join(", ")}]`);
-    if (!ids.includes(timed)) fail(`no ${timed} in the manifest [${ids.join(", ")}]`);
-    return `${ids.length} models`;
+  await check(`widget: the page's widget lists ${models ? models.join(", ") : `the ${DEFAULT_MODEL} model`}`, () => {
+    if (models && onPage.join(",") !== models.join(",")) fail(`the widget lists [${onPage.join(", ")}], expected [${models.join(", ")}]`);
+    if (!onPage.includes(timed)) fail(`no ${timed} in the widget [${onPage.join(", ")}]`);
+    const missing = onPage.filter((id) => !ids.includes(id));
+    if (missing.length) fail(`the manifest [${ids.join(", ")}] lacks ${missing.join(", ")}`);
+    return `${onPage.length} models on the page, ${ids.length} in the manifest`;
   });
-  for (const entry of data.manifest.models) {
+  const pageModels = data.manifest.models.filter((m) => onPage.includes(m.id));
+  for (const entry of pageModels) {
     await check(`widget: ${entry.id} decodes like the engine (every string)`, async () => {
       const sets = data.decodes[entry.id];
       if (!sets) fail(`decodes.json has no ${entry.id}`);
@@ -313,7 +319,7 @@ export async function testWidget(page, { baseUrl, chapterUrl, log = console.log,
 
   await check(`widget: attention for the engine's input within ${ATTENTION_TOLERANCE}`, async () => {
     const bad = [];
-    for (const entry of data.manifest.models) {
+    for (const entry of pageModels) {
       const engine = data.decodes[entry.id]?.attention ?? entry.attention;
       const cells = (engine?.weights ?? []).flat(3).length;
       const n = engine?.tokens?.length ?? 0;
