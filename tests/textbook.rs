@@ -78,6 +78,10 @@ fn the_textbook_builds_with_one_run_for_three_parts() {
         two.contains(r#"href="chapter-1.html#chap-counting""#) && two.contains(">Chapter 1</a>"),
         "chapter 2 refers to chapter 1 by its title's id"
     );
+    assert!(
+        one.contains(r#"<h1 class="page-title" id="chap-counting">"#),
+        "the reference lands on chapter 1's title"
+    );
     // The position table, read from the run's saved weights, for a figure and an insert.
     assert!(
         a.contains("Heatmaps side by side of the cosine similarity")
