@@ -7,8 +7,8 @@ BIN := target/release/revtx-book
 # its answers (each shut until opened) and its widget's models, in the order it lists them.
 # Chapter 1: loss, block diagram, sharpening, attention, position norms, faults.
 CHAPTER_1 := PAGE=chapter-1.html FIGURES=6 ANSWERS=5 MODELS=reference,noscale,softq,nomask
-# Chapter 2: two length curves, position similarity, four attention maps.
-CHAPTER_2 := PAGE=chapter-2.html FIGURES=7 ANSWERS=5 MODELS=learned_copy,sin_copy_offsets,rope_reverse
+# Chapter 2: two length curves, position similarity, six attention maps.
+CHAPTER_2 := PAGE=chapter-2.html FIGURES=9 ANSWERS=5 MODELS=learned_copy,sin_copy_offsets,rope_reverse
 # The least number of pages the book's PDF may have (title, contents, the chapters).
 PDF_PAGES := 24
 # The site's pages the browser test must find (each page it has is checked).
