@@ -2,7 +2,7 @@
 //! one per block and head, for the probe sequence the engine records.
 
 use super::alt::plural;
-use super::theme::{de, render, text_style, Area, FONT, HEAT};
+use super::theme::{de, render, text_style, Area, Scale, FONT, HEAT};
 use super::{drawn, Figure, Svg};
 use crate::book::diag::Diagnostic;
 use crate::book::kinds::{single, RunData};
@@ -191,45 +191,17 @@ fn draw_heatmap(
 
 /// Weight scale under the attention grid.
 fn draw_colorbar(root: &Area, (w, h): (i32, i32)) -> Result<(), String> {
-    let step = 10;
-    let bw = step * COLORBAR_STEPS;
-    let bx = (w - bw) / 2;
-    let by = h - COLORBAR_H + 12;
-    let bh = 12;
-    for i in 0..COLORBAR_STEPS {
-        let v = (f64::from(i) + 0.5) / f64::from(COLORBAR_STEPS);
-        let x = bx + i * step;
-        root.draw(&Rectangle::new(
-            [(x, by), (x + step, by + bh)],
-            HEAT.mix(heat_opacity(v)).filled(),
-        ))
-        .map_err(de)?;
-    }
-    root.draw(&Rectangle::new(
-        [(bx, by), (bx + bw, by + bh)],
-        BLACK.mix(0.3).stroke_width(1),
-    ))
-    .map_err(de)?;
-    let mid = by + bh / 2;
-    root.draw(&Text::new(
-        "0",
-        (bx - 6, mid),
-        text_style(14.0, HPos::Right, VPos::Center),
-    ))
-    .map_err(de)?;
-    root.draw(&Text::new(
-        "1",
-        (bx + bw + 6, mid),
-        text_style(14.0, HPos::Left, VPos::Center),
-    ))
-    .map_err(de)?;
-    root.draw(&Text::new(
-        "attention weight (blank: masked future position)",
-        (w / 2, by + bh + 6),
-        text_style(14.0, HPos::Center, VPos::Top),
-    ))
-    .map_err(de)?;
-    Ok(())
+    let scale = Scale {
+        width: w,
+        top: h - COLORBAR_H + 12,
+        steps: COLORBAR_STEPS,
+        step: 10,
+        range: (0.0, 1.0),
+        ends: ("0", "1"),
+        caption: "attention weight (blank: masked future position)",
+        font: 14.0,
+    };
+    scale.draw(root, |v| HEAT.mix(heat_opacity(v)).filled())
 }
 
 /// Largest finite weight of a row (0 when none).

@@ -3,7 +3,7 @@
 //! weights (`weights.rs`), or the fixed sinusoids computed from the formula.
 
 use super::alt::fmt_num;
-use super::theme::{de, render, text_style, Area, HEAT, PALETTE};
+use super::theme::{de, render, text_style, Area, Scale, HEAT, PALETTE};
 use super::{drawn, Figure, Svg};
 use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
@@ -167,33 +167,17 @@ fn heatmap(root: &Area, (x0, y0): (i32, i32), p: &Panel) -> Result<(), String> {
 }
 
 fn colorbar(root: &Area, (w, h): (i32, i32)) -> Result<(), String> {
-    let (steps, step, bh) = (20, 12, 12);
-    let bw = steps * step;
-    let bx = (w - bw) / 2;
-    let by = h - COLORBAR_H + 8;
-    for i in 0..steps {
-        let c = -1.0 + 2.0 * (f64::from(i) + 0.5) / f64::from(steps);
-        let x = bx + i * step;
-        root.draw(&Rectangle::new([(x, by), (x + step, by + bh)], cell_style(c)))
-            .map_err(de)?;
-    }
-    root.draw(&Rectangle::new(
-        [(bx, by), (bx + bw, by + bh)],
-        BLACK.mix(0.3).stroke_width(1),
-    ))
-    .map_err(de)?;
-    let mid = by + bh / 2;
-    for (label, x, pos) in [("-1", bx - 6, HPos::Right), ("1", bx + bw + 6, HPos::Left)] {
-        root.draw(&Text::new(label, (x, mid), text_style(13.0, pos, VPos::Center)))
-            .map_err(de)?;
-    }
-    root.draw(&Text::new(
-        "cosine similarity of two positions' vectors",
-        (w / 2, by + bh + 6),
-        text_style(13.0, HPos::Center, VPos::Top),
-    ))
-    .map_err(de)?;
-    Ok(())
+    let scale = Scale {
+        width: w,
+        top: h - COLORBAR_H + 8,
+        steps: 20,
+        step: 12,
+        range: (-1.0, 1.0),
+        ends: ("-1", "1"),
+        caption: "cosine similarity of two positions' vectors",
+        font: 13.0,
+    };
+    scale.draw(root, cell_style)
 }
 
 /// Mean cosine of positions `dist` apart, over the rows `0..upto`.

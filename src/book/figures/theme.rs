@@ -127,6 +127,61 @@ pub fn clean_points(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// A colour scale under a heatmap: `steps` swatches `step` wide for the values from `range.0`
+/// to `range.1`, each coloured by `style`, framed, its ends labelled and `caption` beneath,
+/// centred in a canvas `width` wide with its top at `top`.
+pub struct Scale<'a> {
+    pub width: i32,
+    pub top: i32,
+    pub steps: i32,
+    pub step: i32,
+    pub range: (f64, f64),
+    pub ends: (&'a str, &'a str),
+    pub caption: &'a str,
+    pub font: f64,
+}
+
+impl Scale<'_> {
+    pub fn draw(&self, root: &Area, style: impl Fn(f64) -> ShapeStyle) -> Result<(), String> {
+        let (bw, bh) = (self.step * self.steps, 12);
+        let (bx, by) = ((self.width - bw) / 2, self.top);
+        let (lo, hi) = self.range;
+        for i in 0..self.steps {
+            let v = lo + (hi - lo) * ((f64::from(i) + 0.5) / f64::from(self.steps));
+            let x = bx + i * self.step;
+            root.draw(&Rectangle::new(
+                [(x, by), (x + self.step, by + bh)],
+                style(v),
+            ))
+            .map_err(de)?;
+        }
+        root.draw(&Rectangle::new(
+            [(bx, by), (bx + bw, by + bh)],
+            BLACK.mix(0.3).stroke_width(1),
+        ))
+        .map_err(de)?;
+        let mid = by + bh / 2;
+        for (label, x, pos) in [
+            (self.ends.0, bx - 6, HPos::Right),
+            (self.ends.1, bx + bw + 6, HPos::Left),
+        ] {
+            root.draw(&Text::new(
+                label,
+                (x, mid),
+                text_style(self.font, pos, VPos::Center),
+            ))
+            .map_err(de)?;
+        }
+        root.draw(&Text::new(
+            self.caption,
+            (self.width / 2, by + bh + 6),
+            text_style(self.font, HPos::Center, VPos::Top),
+        ))
+        .map_err(de)?;
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
