@@ -369,6 +369,7 @@ const TRAINS_BEFORE_ITS_ERROR: &[&str] = &[
     "long-line.md",
     "one-run-kind.md",
     "results-cell.md",
+    "steady-figures.md",
     "probe-run.md",
     "table-wrong-run.md",
     "unknown-path.md",

@@ -41,6 +41,7 @@ pub mod render;
 pub mod runs;
 pub mod site;
 pub mod sitefiles;
+pub mod spikes;
 pub mod tables;
 pub mod theme;
 pub mod weights;

@@ -73,6 +73,81 @@ pub fn rises(xs: Vec<Value>, factor: Option<f64>) -> Result<usize, Error> {
     Ok(v.windows(2).filter(|w| w[1] > f * w[0]).count())
 }
 
+/// `spikes(losses)`: the steps at which a spike of a loss curve begins, numbered from one
+/// (see `crate::book::spikes`: ten times the median of the 25 steps before, and above
+/// 0.01); `spikes(losses, factor, floor)` and `spikes(losses, factor, floor, window)` set
+/// the rule. `| length` counts them.
+pub fn spikes(
+    xs: Vec<Value>,
+    factor: Option<f64>,
+    floor: Option<f64>,
+    window: Option<usize>,
+) -> Result<Vec<usize>, Error> {
+    let d = crate::book::spikes::Rule::default();
+    let rule = crate::book::spikes::Rule {
+        factor: factor.unwrap_or(d.factor),
+        floor: floor.unwrap_or(d.floor),
+        window: window.unwrap_or(d.window),
+    };
+    Ok(crate::book::spikes::starts(&numbers(&xs)?, &rule))
+}
+
+/// `at(xs, steps)`: the elements of a per-step list at the given steps, numbered from one
+/// (`at(run.train.grad_norm, spikes(run.train.losses))`: the gradient norm where each
+/// spike begins); `at(xs, steps, -1)` reads each step's predecessor. A step outside the
+/// list is an error.
+pub fn at(xs: Vec<Value>, steps: Vec<Value>, offset: Option<i64>) -> Result<Vec<Value>, Error> {
+    steps
+        .iter()
+        .map(|s| {
+            let k = i64::try_from(s.clone())? + offset.unwrap_or(0);
+            let k = usize::try_from(k).unwrap_or(0);
+            (k >= 1)
+                .then(|| xs.get(k - 1).cloned())
+                .flatten()
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::InvalidOperation,
+                        format!("at: step {k} is not one of the list's 1 to {}", xs.len()),
+                    )
+                })
+        })
+        .collect()
+}
+
+/// `median(xs)`: the middle value of a list of numbers (of an even count, the mean of the
+/// two middle ones); an empty list is an error.
+pub fn median(xs: Vec<Value>) -> Result<f64, Error> {
+    let mut v = nonempty("median", &xs)?;
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    Ok(if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    })
+}
+
+/// `xs | each("expr")`: `expr` evaluated once per element, with the element as `run`:
+/// `reference_seeds.runs | each("median(run.train.grad_norm[run.train.first_below:])")`
+/// gives every seed's median gradient norm after its crossing step. Only `run` and the
+/// helpers are in scope.
+pub fn each(state: &minijinja::State, xs: Vec<Value>, expr: String) -> Result<Vec<Value>, Error> {
+    let compiled = state.env().compile_expression(&expr)?;
+    xs.into_iter()
+        .map(|run| {
+            let v = compiled.eval(minijinja::context! { run })?;
+            if v.is_undefined() {
+                return Err(Error::new(
+                    ErrorKind::UndefinedError,
+                    format!("each: `{expr}` reads a path the element does not have"),
+                ));
+            }
+            Ok(v)
+        })
+        .collect()
+}
+
 /// How many elements of `xs` equal `v`.
 pub fn count(xs: Vec<Value>, v: Value) -> usize {
     xs.iter().filter(|x| **x == v).count()

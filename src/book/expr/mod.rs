@@ -17,6 +17,10 @@ use revtx_spec::result::RunResult;
 /// - `count(xs, v)`: how many elements equal `v`; `zip(xs, ys)`: the pairs `[x, y]`
 /// - `rises(xs[, factor])`: how many times a list goes up (by more than `factor`) from one
 ///   element to the next
+/// - `spikes(losses[, factor, floor, window])`: the steps at which spikes begin
+///   (`crate::book::spikes`), also a filter (`| map('spikes')`); `at(xs, steps[, offset])`:
+///   a per-step list's values at those steps; `median(xs)`; `xs | each("expr")`: `expr` per
+///   element, the element as `run`
 /// - `lists | covers(target)`: whether each position of `target` is held by one of `lists`
 /// - wording: `word(n)` ("seven"), `num(x[, decimals])` ("1,063"), `plural(n, "string"[,
 ///   "strings"])`, `series(xs)` ("6, 7 and 8"), `of(n, m)` ("all 500", "63 of 500"),
@@ -37,6 +41,11 @@ pub fn environment() -> Environment<'static> {
     env.add_function("max", helpers::max);
     env.add_function("count", helpers::count);
     env.add_function("rises", helpers::rises);
+    env.add_function("spikes", helpers::spikes);
+    env.add_function("at", helpers::at);
+    env.add_function("median", helpers::median);
+    env.add_filter("spikes", helpers::spikes);
+    env.add_filter("each", helpers::each);
     env.add_function("zip", helpers::zip);
     env.add_function("ln", helpers::ln);
     env.add_function("sqrt", helpers::sqrt);
@@ -425,6 +434,27 @@ mod tests {
         );
         assert_eq!(eval("rises([3, 2, 5, 4, 7], 2)"), "1");
         assert_eq!(eval("rises([1])"), "0");
+        let mut losses = vec!["0.001"; 42];
+        (losses[30], losses[31]) = ("0.5", "0.2");
+        let flat = format!("[{}]", losses.join(", "));
+        assert_eq!(eval(&format!("spikes({flat})")), "[31]");
+        assert_eq!(eval(&format!("spikes({flat}, 10, 0.6)")), "[]");
+        assert_eq!(eval(&format!("spikes({flat}, 10, 0.01, 40)")), "[]");
+        assert_eq!(eval("at([4, 5, 6], [1, 3])"), "[4, 6]");
+        assert_eq!(eval("at([4, 5, 6], [2, 3], -1)"), "[4, 5]");
+        assert_eq!(eval("median([5, 1, 3])"), "3");
+        assert_eq!(eval("[[1, 2], [3, 5]] | each('run[1] - run[0]')"), "[1, 2]");
+        assert!(evaluate(&env, "[1] | each('run.nothing')", &ctx).is_err());
+        assert_eq!(eval("median([4, 1, 3, 2])"), "2.5");
+        assert!(evaluate(&env, "median([])", &ctx).is_err());
+        assert_eq!(
+            eval(&format!(
+                "[{flat}, {flat}] | map('spikes') | map('length') | list"
+            )),
+            "[1, 1]"
+        );
+        assert!(evaluate(&env, "at([4, 5, 6], [0])", &ctx).is_err());
+        assert!(evaluate(&env, "at([4, 5, 6], [4])", &ctx).is_err());
         assert_eq!(eval("series([6])"), "6");
         assert_eq!(eval("series([6, 7])"), "6 and 7");
         assert_eq!(eval("series([6, 7, 8])"), "6, 7 and 8");

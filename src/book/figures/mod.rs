@@ -30,6 +30,9 @@ kinds! {
         PositionNorms(position_norms) = "position-norms",
         LengthCurve(length_curve) = "length-curve",
         PositionSimilarity(position_similarity) = "position-similarity",
+        Trace(trace) = "trace",
+        Spikes(spikes) = "spikes",
+        OutcomeGrid(outcome_grid) = "outcome-grid",
     }
 }
 
