@@ -9,10 +9,13 @@ BIN := target/release/revtx-book
 CHAPTER_1 := PAGE=chapter-1.html FIGURES=6 ANSWERS=5 MODELS=reference,noscale,softq,nomask
 # Chapter 2: two length curves, position similarity, six attention maps.
 CHAPTER_2 := PAGE=chapter-2.html FIGURES=9 ANSWERS=5 MODELS=learned_copy,sin_copy_offsets,rope_reverse
+# Chapter 3: two traces, the spikes per configuration, the depth-by-placement grid; no widget.
+# The first pass runs axe on every page of the site; the later ones on their chapter only.
+CHAPTER_3 := PAGE=chapter-3.html FIGURES=4 ANSWERS=5
 # The least number of pages the book's PDF may have (title, contents, the chapters).
-PDF_PAGES := 24
+PDF_PAGES := 36
 # The site's pages the browser test must find (each page it has is checked).
-PAGES := chapter-1.html,chapter-2.html,appendix-a.html
+PAGES := chapter-1.html,chapter-2.html,chapter-3.html,appendix-a.html
 
 PREFIX ?= $(HOME)/.local
 
@@ -61,7 +64,8 @@ test: build
 	node --test tests/node/
 	tests/browser/setup.sh
 	SITE=site $(CHAPTER_1) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
-	SITE=site $(CHAPTER_2) PAGES=$(PAGES) ARTIFACTS=tests/artifacts/chapter-2 node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_2) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-2 node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_3) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-3 node --test --test-concurrency=1 tests/browser/
 	scripts/build-textbook.sh
 	python3 tests/pdf/check.py target/textbook/site target/textbook/book/claims.json --pages 5 --name textbook --places td,note,answer,figcaption
 	python3 tests/pdf/selftest.py target/textbook/site
@@ -86,7 +90,8 @@ crosscheck: site
 browser:
 	tests/browser/setup.sh
 	SITE=site $(CHAPTER_1) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
-	SITE=site $(CHAPTER_2) PAGES=$(PAGES) ARTIFACTS=tests/artifacts/chapter-2 node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_2) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-2 node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_3) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-3 node --test --test-concurrency=1 tests/browser/
 
 # The fixture textbook (tests/fixtures/textbook/) built into target/textbook/site and
 # checked in headless Chromium: navigation, reference previews, footnotes, answers, axe.
