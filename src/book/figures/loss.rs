@@ -4,7 +4,7 @@
 //! `faults`.
 
 use super::alt::{fmt_log_tick, fmt_loss, fmt_step, run_name, summarize, trend};
-use super::theme::{clean_points, de, mesh, render, Area, Line, FONT, PALETTE};
+use super::theme::{clean_points, de, mesh, render, series_legend, Area, Line, FONT, PALETTE};
 use super::{drawn, smoothed, Figure, Series, Svg};
 use crate::book::diag::Diagnostic;
 use crate::book::kinds::RunData;
@@ -200,14 +200,7 @@ pub(super) fn draw_log_panel(
         }
     }
     if legend {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(TRANSPARENT)
-            .border_style(BLACK.mix(0.25))
-            .label_font((FONT, 15))
-            .draw()
-            .map_err(de)?;
+        series_legend(&mut chart)?;
     }
     Ok(())
 }

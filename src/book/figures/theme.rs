@@ -111,6 +111,21 @@ pub fn mesh<'a, 'b, DB: DrawingBackend>(
     m
 }
 
+/// The legend of a chart's labelled series, as every line chart draws it: top right,
+/// framed in a tint of the text colour.
+pub fn series_legend<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(TRANSPARENT)
+        .border_style(BLACK.mix(0.25))
+        .label_font((FONT, 15))
+        .draw()
+        .map_err(de)
+}
+
 /// A cleaned line with its colour.
 pub struct Line<'a> {
     pub label: &'a str,

@@ -3,7 +3,7 @@
 //! rate, for one to three runs at one seed, over all steps or a window of them.
 
 use super::alt::{fmt_log_tick, fmt_num, fmt_step, run_name, summarize, trend};
-use super::theme::{clean_points, de, mesh, render, Area, Line, FONT, PALETTE};
+use super::theme::{clean_points, de, mesh, render, series_legend, Area, Line, PALETTE};
 use super::{drawn, Figure, Svg};
 use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
@@ -192,14 +192,7 @@ fn log_panel(
         }
     }
     if legend {
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(TRANSPARENT)
-            .border_style(BLACK.mix(0.25))
-            .label_font((FONT, 15))
-            .draw()
-            .map_err(de)?;
+        series_legend(&mut chart)?;
     }
     Ok(())
 }
