@@ -35,11 +35,7 @@ pub fn starts(losses: &[f64], rule: &Rule) -> Vec<usize> {
         before.clear();
         before.extend_from_slice(&losses[t - w..t]);
         before.sort_by(f64::total_cmp);
-        let median = if w % 2 == 1 {
-            before[w / 2]
-        } else {
-            0.5 * (before[w / 2 - 1] + before[w / 2])
-        };
+        let median = median_of_sorted(&before);
         let spiking = losses[t] > rule.factor * median && losses[t] > rule.floor;
         if spiking && !inside {
             out.push(t + 1);
@@ -47,6 +43,17 @@ pub fn starts(losses: &[f64], rule: &Rule) -> Vec<usize> {
         inside = spiking;
     }
     out
+}
+
+/// The middle value of an ascending, non-empty slice (of an even count, the mean of the two
+/// middle ones); the `median()` helper of expressions uses it too.
+pub fn median_of_sorted(v: &[f64]) -> f64 {
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        0.5 * (v[n / 2 - 1] + v[n / 2])
+    }
 }
 
 #[cfg(test)]

@@ -120,12 +120,7 @@ pub fn at(xs: Vec<Value>, steps: Vec<Value>, offset: Option<i64>) -> Result<Vec<
 pub fn median(xs: Vec<Value>) -> Result<f64, Error> {
     let mut v = nonempty("median", &xs)?;
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Ok(if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        0.5 * (v[n / 2 - 1] + v[n / 2])
-    })
+    Ok(crate::book::spikes::median_of_sorted(&v))
 }
 
 /// `xs | each("expr")`: `expr` evaluated once per element, with the element as `run`:
