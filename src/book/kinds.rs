@@ -233,6 +233,27 @@ impl<'a> RunData<'a> {
             .collect()
     }
 
+    /// The index of `seed` among the run's seeds (the first when `None`); a seed the run
+    /// does not have is a figure error naming the ones it has.
+    pub fn seed_index(&self, seed: Option<u64>) -> Result<usize, Diagnostic> {
+        let Some(seed) = seed else { return Ok(0) };
+        self.seeds
+            .iter()
+            .position(|r| r.seed == seed)
+            .ok_or_else(|| {
+                let seeds: Vec<String> = self.seeds.iter().map(|r| r.seed.to_string()).collect();
+                Diagnostic::error(
+                    Code::Figure,
+                    None,
+                    format!(
+                        "`{}` has no seed {seed}: its seeds are {}",
+                        self.id,
+                        seeds.join(", ")
+                    ),
+                )
+            })
+    }
+
     fn probe(&self, what: &str) -> Diagnostic {
         Diagnostic::error(
             Code::ProbeRun,

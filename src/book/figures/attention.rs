@@ -41,17 +41,7 @@ pub struct Spec {
 impl Figure for Spec {
     fn draw(&self, runs: &[RunData]) -> Result<Svg, Diagnostic> {
         let run = single(runs, "attention")?;
-        let result = match self.seed {
-            None => run.first(),
-            Some(seed) => *run.seeds.iter().find(|r| r.seed == seed).ok_or_else(|| {
-                let seeds: Vec<String> = run.seeds.iter().map(|r| r.seed.to_string()).collect();
-                fault(format!(
-                    "`{}` has no seed {seed}: its seeds are {}",
-                    run.id,
-                    seeds.join(", ")
-                ))
-            })?,
-        };
+        let result = run.seeds[run.seed_index(self.seed)?];
         let t = result.train().ok_or_else(|| {
             fault(format!("this figure needs a training run, and `{}` is a probe", run.id))
         })?;

@@ -52,12 +52,7 @@ impl Figure for Spec {
 
 impl Spec {
     fn panel(&self, run: &RunData) -> Result<Panel, Diagnostic> {
-        let i = match self.seed {
-            None => 0,
-            Some(seed) => run.seeds.iter().position(|r| r.seed == seed).ok_or_else(|| {
-                fault(format!("`{}` has no seed {seed}", run.id))
-            })?,
-        };
+        let i = run.seed_index(self.seed)?;
         let result = run.seeds[i];
         let model = &result.config.model;
         let rows = usize::try_from(model.positions).unwrap_or(0);

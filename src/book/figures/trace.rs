@@ -58,11 +58,7 @@ impl Figure for Spec {
 
 impl Spec {
     fn trace(&self, run: &RunData) -> Result<Trace, Diagnostic> {
-        let index = match self.seed {
-            None => 0,
-            Some(seed) => (run.seeds.iter().position(|r| r.seed == seed))
-                .ok_or_else(|| fault(format!("`{}` has no seed {seed}", run.id)))?,
-        };
+        let index = run.seed_index(self.seed)?;
         let train = run.seeds[index]
             .train()
             .ok_or_else(|| fault(format!("a trace needs a training run, and `{}` is a probe", run.id)))?;
