@@ -32,6 +32,7 @@ pub mod export;
 pub mod expr;
 pub mod figures;
 pub mod kinds;
+pub mod notebook;
 pub mod numerics;
 pub mod outdir;
 pub mod parse;

@@ -29,6 +29,21 @@ fn widget_pages(book: &Book) -> Vec<&str> {
         .collect()
 }
 
+/// What a page's header and scripts depend on beyond its kind: its chapter's notebook (file
+/// name) and Colab link, and whether it has tabbed listings (which load `static/tabs.js`).
+fn page_extras<'c>(
+    ctx: &'c SiteContext,
+    slug: &str,
+    content: &str,
+) -> (Option<&'c str>, Option<&'c str>, bool) {
+    let rendered = ctx.chapters.iter().find(|c| c.slug == slug);
+    let notebook = rendered
+        .and_then(|c| c.notebook.as_ref())
+        .map(|(name, _)| name.as_str());
+    let colab = rendered.and_then(|c| c.colab.as_deref());
+    (notebook, colab, content.contains("data-tabs"))
+}
+
 /// Where the widget's models go, relative to the site root (the pages are at the root).
 pub const MODELS_DIR: &str = "models/";
 
@@ -111,6 +126,7 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
                 toc: &[render::TocEntry]|
      -> Result<String> {
         let widget = with_widget.contains(&slug);
+        let (notebook, colab, tabs) = page_extras(ctx, slug, &content);
         // A chapter's `# Title {#id}`: the page's title carries the id references link to.
         let title_id = book
             .chapters
@@ -126,7 +142,7 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
             .collect();
         Ok(env.get_template("page.html")?.render(context! {
             book => context! { title => &book.config.title, author => &book.config.author, language => &book.config.language, pdf => ctx.pdf.map(|(name, _)| name.as_str()) },
-            page => context! { title => title, title_id => title_id, content => minijinja::Value::from_safe_string(content), toc => toc, kind => kind, widget => widget },
+            page => context! { title => title, title_id => title_id, content => minijinja::Value::from_safe_string(content), toc => toc, kind => kind, widget => widget, tabs => tabs, notebook => notebook, colab => colab },
             root => "",
             nav => nav,
             build => context! { version => env!("CARGO_PKG_VERSION"), fingerprint => ENGINE.code, generated => generated },
@@ -143,6 +159,11 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
             page(&ch.title, &ch.slug, "chapter", ch.html.clone(), &ch.toc)?,
         );
         search.extend(ch.search.iter().cloned());
+    }
+
+    // Each chapter's notebook, beside its page.
+    for (name, bytes) in ctx.chapters.iter().filter_map(|c| c.notebook.as_ref()) {
+        files.bytes(name.as_str(), bytes.as_slice());
     }
 
     // Index.

@@ -13,6 +13,9 @@
 //            shut until opened (default: at least 1).
 // MODELS     the chapter page must have the reader's widget, and its manifest exactly
 //            these models (comma-separated run ids, in order).
+// LISTINGS   the chapter page must have exactly this many listings with tabs (a listing and
+//            its twins in other languages); tabs.test.mjs checks them (default: at least 0).
+// NOTEBOOK   `1`: the chapter page must link its notebook (`chapter-N.ipynb`) under its title.
 // PAGE       the chapter page to check in depth (default: the first chapter-*.html).
 // PAGES      pages the site must have (comma-separated, e.g. chapter-1.html,appendix-a.html);
 //            every page of the site is loaded, link-checked, counted for its quoted figures
@@ -102,6 +105,13 @@ export const opts = (() => {
     if (!Number.isInteger(n) || n < 1) throw new Error(`ANSWERS=${env.ANSWERS}: want a whole number, at least 1`);
     o.answers = n;
   }
+  o.listings = null;
+  if (env.LISTINGS) {
+    const n = Number(env.LISTINGS);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`LISTINGS=${env.LISTINGS}: want a whole number`);
+    o.listings = n;
+  }
+  o.notebook = env.NOTEBOOK === "1";
   if (env.MODELS) {
     o.models = env.MODELS.split(",").map((m) => m.trim()).filter(Boolean);
     if (!o.models.length) throw new Error("MODELS needs at least one run id");

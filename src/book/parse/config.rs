@@ -47,6 +47,58 @@ pub struct BookConfig {
     /// `--deny-warnings` does.
     #[serde(default)]
     pub deny_warnings: bool,
+    /// The repository of the book's source (`https://github.com/owner/name`): the
+    /// notebooks' "Open in Colab" links point there. Without it, a GitHub Pages `url`
+    /// (`https://owner.github.io/name/`) names the repository.
+    #[serde(default)]
+    pub repository: Option<String>,
+    /// How a chapter's notebook (```` ```notebook run ````) is written.
+    #[serde(default)]
+    pub notebook: Option<NotebookConfig>,
+}
+
+/// `[notebook]` in book.toml: the template every chapter's notebook is rendered from, and
+/// the package whose modules it carries.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NotebookConfig {
+    /// A Python file in the "percent" format (`# %%` starts a code cell, `# %% [markdown]`
+    /// a text cell), relative to `book/`, rendered with minijinja.
+    pub template: String,
+    /// A folder of Python modules, relative to the project root: each one is a
+    /// `%%writefile` cell of the notebook, so that it runs with nothing but PyTorch.
+    #[serde(default)]
+    pub package: Option<String>,
+    /// The branch of `repository` that holds the published site, where Colab finds the
+    /// notebooks (default `gh-pages`).
+    #[serde(default = "default_branch")]
+    pub branch: String,
+}
+
+fn default_branch() -> String {
+    "gh-pages".into()
+}
+
+impl BookConfig {
+    /// `owner/name` of the book's GitHub repository: `repository`, or a GitHub Pages `url`.
+    #[must_use]
+    pub fn github(&self) -> Option<String> {
+        if let Some(r) = &self.repository {
+            let rest = r.strip_prefix("https://github.com/")?;
+            let mut parts = rest
+                .trim_end_matches('/')
+                .trim_end_matches(".git")
+                .split('/');
+            let (owner, name) = (parts.next()?, parts.next()?);
+            return (!owner.is_empty() && !name.is_empty()).then(|| format!("{owner}/{name}"));
+        }
+        let url = self.url.as_deref()?;
+        let host_path = url.strip_prefix("https://")?;
+        let (host, path) = host_path.split_once('/').unwrap_or((host_path, ""));
+        let owner = host.strip_suffix(".github.io")?;
+        let name = path.split('/').next().filter(|n| !n.is_empty())?;
+        Some(format!("{owner}/{name}"))
+    }
 }
 
 /// Where answers go (`answers` in book.toml).

@@ -42,13 +42,14 @@ pub enum Directive {
     Figure(Block<FigureKind>),
     /// ```` ```table id ````.
     Table(Block<TableKind>),
-    /// ```` ```include path[:anchor] ````.
-    Include {
-        path: String,
-        anchor: Option<String>,
-    },
+    /// ```` ```include path[:anchor] ````, with its twins in other languages (the body's
+    /// `twins`), shown as tabs beside it.
+    Include(Listing),
     /// ```` ```widget id ````: the reversal widget, running the listed models in the page.
     Widget(Widget),
+    /// ```` ```notebook run ````: the chapter's notebook trains this run's configuration
+    /// (book.toml's `[notebook]` says how it is written).
+    Notebook { run: String },
 }
 
 /// A widget directive: the models the reader can run, each a training run of the book.
@@ -57,6 +58,71 @@ pub struct Widget {
     pub id: String,
     /// In the order of the picker; never empty, no run twice.
     pub models: Vec<WidgetModel>,
+}
+
+/// An included listing: a project file's anchored lines, and the same code in other
+/// languages, each from its own file (`twins = [{ label = "PyTorch", source = "…" }]`).
+#[derive(Clone, Debug)]
+pub struct Listing {
+    pub source: Source,
+    /// The tab of the listing itself (default: its language's name, e.g. `Rust`).
+    pub label: Option<String>,
+    pub twins: Vec<Twin>,
+}
+
+/// A project file, and the anchor whose lines it shows (`None`: the whole file).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Source {
+    pub path: String,
+    pub anchor: Option<String>,
+}
+
+impl Source {
+    /// `path[:anchor]`.
+    pub fn parse(s: &str) -> Self {
+        match s.split_once(':') {
+            Some((p, a)) => Source {
+                path: p.to_string(),
+                anchor: Some(a.to_string()),
+            },
+            None => Source {
+                path: s.to_string(),
+                anchor: None,
+            },
+        }
+    }
+
+    /// How the listing is titled: `path (anchor)`.
+    pub fn title(&self) -> String {
+        match &self.anchor {
+            Some(a) => format!("{} ({a})", self.path),
+            None => self.path.clone(),
+        }
+    }
+}
+
+/// One twin of a listing: its tab's label, its source, and where the body names it.
+#[derive(Clone, Debug)]
+pub struct Twin {
+    pub label: String,
+    pub source: Source,
+    pub span: Span,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListingBody {
+    #[serde(default)]
+    label: Option<String>,
+    #[serde(default)]
+    twins: Vec<TwinBody>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct TwinBody {
+    label: toml::Spanned<String>,
+    source: toml::Spanned<String>,
 }
 
 /// One model of a widget: `{ run = "reference", label = "…" }`.
@@ -88,7 +154,7 @@ impl Directive {
             Directive::Figure(b) => Some(&b.id),
             Directive::Table(b) => Some(&b.id),
             Directive::Widget(w) => Some(&w.id),
-            Directive::Include { .. } => None,
+            Directive::Include(_) | Directive::Notebook { .. } => None,
         }
     }
 }
@@ -101,15 +167,17 @@ pub enum DirectiveKind {
     Table,
     Include,
     Widget,
+    Notebook,
 }
 
 impl DirectiveKind {
-    pub const ALL: [DirectiveKind; 5] = [
+    pub const ALL: [DirectiveKind; 6] = [
         DirectiveKind::Run,
         DirectiveKind::Figure,
         DirectiveKind::Table,
         DirectiveKind::Include,
         DirectiveKind::Widget,
+        DirectiveKind::Notebook,
     ];
 
     /// The fence word that opens it.
@@ -120,6 +188,7 @@ impl DirectiveKind {
             DirectiveKind::Table => "table",
             DirectiveKind::Include => "include",
             DirectiveKind::Widget => "widget",
+            DirectiveKind::Notebook => "notebook",
         }
     }
 
@@ -209,13 +278,21 @@ pub fn parse(
         DirectiveKind::Figure => Directive::Figure(block(id, &body, f, diags)?),
         DirectiveKind::Table => Directive::Table(block(id, &body, f, diags)?),
         DirectiveKind::Widget => Directive::Widget(widget(id, &body, diags)?),
-        DirectiveKind::Include => {
-            let (path, anchor) = match arg.split_once(':') {
-                Some((p, a)) => (p.to_string(), Some(a.to_string())),
-                None => (arg.to_string(), None),
-            };
-            Directive::Include { path, anchor }
+        DirectiveKind::Notebook => {
+            if !body.text.trim().is_empty() {
+                diags.push(
+                    Diagnostic::error(
+                        Code::Directive,
+                        Some(body.span(0..body.text.trim_end().len())),
+                        "a notebook directive has no body",
+                    )
+                    .hint("name the run it trains on the fence: ```notebook reference"),
+                );
+                return None;
+            }
+            Directive::Notebook { run: id }
         }
+        DirectiveKind::Include => Directive::Include(listing(Source::parse(arg), &body, diags)?),
     };
     Some(Spanned {
         node,
@@ -279,6 +356,57 @@ fn block<K: kinds::Kinds>(
 
 /// A widget's body: at least one model, each run named once. Whether the runs exist and
 /// train is known once the runs are planned (see `render/directives.rs`).
+/// An include's body: nothing, or the listing's own tab label and its twins.
+fn listing(source: Source, body: &Body, diags: &mut Vec<Diagnostic>) -> Option<Listing> {
+    if body.text.trim().is_empty() {
+        return Some(Listing {
+            source,
+            label: None,
+            twins: Vec::new(),
+        });
+    }
+    let example =
+        "e.g. `twins = [{ label = \"PyTorch\", source = \"python/pkg/model.py:attention\" }]`";
+    let parsed: ListingBody = match toml::from_str(body.text) {
+        Ok(b) => b,
+        Err(e) => {
+            diags.push(body.toml_error(&e, "include directive").hint(example));
+            return None;
+        }
+    };
+    let mut twins: Vec<Twin> = Vec::new();
+    for t in parsed.twins {
+        let label = t.label.get_ref().trim().to_string();
+        let taken = twins.iter().any(|o| o.label == label)
+            || parsed.label.as_deref().is_some_and(|l| l.trim() == label);
+        if label.is_empty() || taken {
+            diags.push(
+                Diagnostic::error(
+                    Code::Directive,
+                    Some(body.span(t.label.span())),
+                    if label.is_empty() {
+                        "a twin's label is empty".to_string()
+                    } else {
+                        format!("two tabs of this listing are labelled `{label}`")
+                    },
+                )
+                .hint("each tab needs its own label, e.g. `PyTorch`"),
+            );
+            return None;
+        }
+        twins.push(Twin {
+            label,
+            source: Source::parse(t.source.get_ref()),
+            span: body.span(t.source.span()),
+        });
+    }
+    Some(Listing {
+        source,
+        label: parsed.label,
+        twins,
+    })
+}
+
 fn widget(id: String, body: &Body, diags: &mut Vec<Diagnostic>) -> Option<Widget> {
     let fence = || Some(body.fence.clone());
     let example = "list the training runs it runs, e.g. `models = [{ run = \"reference\", label = \"Reference\" }]`";

@@ -45,7 +45,7 @@ pub mod numerals;
 
 pub use config::{book_file, AnswerPlace, BookConfig};
 use config::{check_url, key_range, value_range};
-pub use directive::{Block, Directive};
+pub use directive::{Block, Directive, Listing, Source, Twin};
 pub use events::{Math, Node};
 pub use inline::{CiteItem, Inline, Tolerance};
 

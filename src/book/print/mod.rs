@@ -19,15 +19,16 @@ use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, Sources};
 use crate::book::figures::FigureKind;
 use crate::book::kinds::{Kinds as _, RunData};
-use crate::book::parse::{Block, Book, Math};
+use crate::book::parse::{Block, Book, Listing, Math};
 use crate::book::render::{listings, RenderedChapter};
 use crate::book::runs::Results;
 use crate::book::tables::TableKind;
 use crate::ENGINE;
-use markup::{string, Templates};
+use markup::{string, text as walk_text, Templates};
 use minijinja::{context, Value};
 use origin::Origin;
 use std::collections::{BTreeSet, HashMap, HashSet};
+use std::fmt::Write as _;
 use std::path::Path;
 
 /// The file name of a book's PDF in the site: its title as a slug.
@@ -57,7 +58,24 @@ struct Printer<'a> {
     files: HashMap<String, Vec<u8>>,
     /// What each marked stretch of the markup came from, by its index.
     origins: Vec<Origin>,
+    /// The listings' twins, for their appendix, in the order of the book.
+    twins: Vec<TwinOut>,
     diags: Vec<Diagnostic>,
+}
+
+/// A twin of a listing, printed in the appendix of twins.
+struct TwinOut {
+    /// The listing's number among those with twins (its label `listing-N`).
+    number: usize,
+    label: String,
+    /// The tab label of the listing itself (`Rust`).
+    own: String,
+    title: String,
+    /// The listing's title, and its chapter's.
+    of: String,
+    chapter: String,
+    lang: String,
+    code: String,
 }
 
 /// Writes the book as one typst document; problems (a formula typst cannot take, a template
@@ -81,6 +99,7 @@ pub fn edition(
         labels,
         files: HashMap::new(),
         origins: Vec::new(),
+        twins: Vec::new(),
         diags: Vec::new(),
     };
     let mut body = String::new();
@@ -88,6 +107,9 @@ pub fn edition(
         let mut w = walk::Walk::new(ch, rendered);
         let markup = p.chapter(&mut w);
         body.push_str(&p.mark(Origin::Chapter(ch.file), &markup));
+    }
+    if let Some(appendix) = p.twins_appendix() {
+        body.push_str(&appendix);
     }
     let colophon = p.colophon();
     let main = p.template(
@@ -309,21 +331,124 @@ impl<'a> Printer<'a> {
         )
     }
 
-    /// An included listing, with its path as its title.
-    fn listing(&mut self, path: &str, anchor: Option<&str>) -> String {
-        let Ok((code, lang)) = listings::read_listing(self.root, path, anchor) else {
+    /// An included listing, with its path as its title; its twins in other languages go
+    /// to the appendix of twins, and a line here says where.
+    fn listing(&mut self, listing: &Listing, chapter: &str) -> String {
+        let Ok((code, lang)) = listings::read_listing(
+            self.root,
+            &listing.source.path,
+            listing.source.anchor.as_deref(),
+        ) else {
             return String::new();
         };
-        let title = match anchor {
-            Some(a) => format!("{path} ({a})"),
-            None => path.to_string(),
-        };
-        format!(
-            "\n#listing({}, {}, {})\n",
-            string(&title),
+        let own = listing
+            .label
+            .clone()
+            .unwrap_or_else(|| listings::language_name(&lang));
+        let mut out = format!(
+            "\n#listing({}, {}, {})",
+            string(&listing.source.title()),
             string(&lang),
             string(code.trim_end())
-        )
+        );
+        if listing.twins.is_empty() {
+            out.push('\n');
+            return out;
+        }
+        let number = self.twins.len() + 1;
+        let _ = writeln!(out, " <listing-{number}>");
+        let mut labels = Vec::new();
+        for t in &listing.twins {
+            let Ok((code, lang)) =
+                listings::read_listing(self.root, &t.source.path, t.source.anchor.as_deref())
+            else {
+                return String::new();
+            };
+            labels.push(t.label.clone());
+            self.twins.push(TwinOut {
+                number,
+                label: t.label.clone(),
+                own: own.clone(),
+                title: t.source.title(),
+                of: listing.source.title(),
+                chapter: chapter.to_string(),
+                lang,
+                code,
+            });
+        }
+        let _ = writeln!(
+            out,
+            "#twin-pointer(<twins-{number}>, {})",
+            string(&labels.join(" and "))
+        );
+        out
+    }
+
+    /// The appendix of the listings' twins: each under the listing it translates, with a
+    /// link back; `None` when no listing has one. Its letter follows the book's appendices.
+    fn twins_appendix(&self) -> Option<String> {
+        let first = self.twins.first()?;
+        let letter = (b'A'
+            + u8::try_from(
+                self.book
+                    .chapters
+                    .iter()
+                    .filter(|c| matches!(c.place, crate::book::parse::Place::Appendix(_)))
+                    .count(),
+            )
+            .unwrap_or(0)) as char;
+        let same = self.twins.iter().all(|t| t.label == first.label);
+        let title = if same {
+            format!("The listings in {}", first.label)
+        } else {
+            "The listings in other languages".to_string()
+        };
+        let mut out = format!(
+            "\n#chapter({}, {})[{}] <appendix-twins>\n\nThe web edition shows each listing of the book in {} with tabs. This edition prints the {} in place and the {} here, in the order of the chapters. Each is the same computation, and the web edition's tests check that they agree.\n",
+            string(&format!("Appendix {letter}")),
+            string(&title),
+            walk_text(&title),
+            walk_text(&self.languages()),
+            walk_text(&first.own),
+            walk_text(&if same { first.label.clone() } else { "others".into() }),
+        );
+        let mut last = 0;
+        for t in &self.twins {
+            let label = if t.number == last {
+                String::new()
+            } else {
+                format!(" <twins-{}>", t.number)
+            };
+            last = t.number;
+            let _ = write!(
+                out,
+                "\n#twin-heading(<listing-{}>, {}, {}, {}){label}\n#listing({}, {}, {})\n",
+                t.number,
+                string(&t.label),
+                string(&t.of),
+                string(&t.chapter),
+                string(&t.title),
+                string(&t.lang),
+                string(t.code.trim_end())
+            );
+        }
+        Some(out)
+    }
+
+    /// The languages the listings come in, in order of first use: `Rust and PyTorch`.
+    fn languages(&self) -> String {
+        let mut langs: Vec<&str> = Vec::new();
+        for t in &self.twins {
+            for l in [t.own.as_str(), t.label.as_str()] {
+                if !langs.contains(&l) {
+                    langs.push(l);
+                }
+            }
+        }
+        match langs.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+            _ => langs.join(""),
+        }
     }
 
     /// The widget: a note that it is in the web edition, with the page's address.

@@ -361,9 +361,15 @@ impl Printer<'_> {
     /// a note; nothing for a run.
     fn directive(&mut self, w: &mut Walk, d: &Spanned<Directive>, number: &str) -> String {
         match &d.node {
-            Directive::Run { .. } => String::new(),
+            Directive::Run { .. } | Directive::Notebook { .. } => String::new(),
             Directive::Widget(widget) => self.widget(&widget.id, &w.ch.slug),
-            Directive::Include { path, anchor } => self.listing(path, anchor.as_deref()),
+            Directive::Include(listing) => {
+                let chapter = match w.ch.place {
+                    crate::book::parse::Place::Chapter(n) => format!("Chapter {n}"),
+                    _ => w.ch.title.clone(),
+                };
+                self.listing(listing, &chapter)
+            }
             Directive::Figure(b) => {
                 let caption = self.inlines(w, &b.caption);
                 self.figure(b, number, caption.trim())

@@ -122,6 +122,69 @@ impl Renderer<'_> {
         )
     }
 
+    /// A notebook directive: the chapter's notebook, training `run`'s configuration (its
+    /// first seed), rendered from the book's template; problems are errors at the fence.
+    pub(super) fn notebook(&mut self, run: &str, span: &Span) {
+        if self.notebook.is_some() {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::Directive,
+                    Some(span.clone()),
+                    "a second notebook directive in this chapter",
+                )
+                .hint("a chapter has one notebook: keep one ```notebook"),
+            );
+            return;
+        }
+        let Some(produced) = self.results.by_run.get(run).and_then(|p| p.first()) else {
+            if !self.results.plans.iter().any(|p| p.id == run) {
+                self.diags.push(Diagnostic::unknown_run(
+                    "this notebook",
+                    run,
+                    Some(span.clone()),
+                    &self.results.declared(),
+                ));
+            }
+            return;
+        };
+        let result = &produced.result;
+        if result.train().is_none() {
+            self.diags.push(
+                Diagnostic::error(
+                    Code::ProbeRun,
+                    Some(span.clone()),
+                    format!("this notebook trains a model, and `{run}` is a probe"),
+                )
+                .hint("name a training run"),
+            );
+            return;
+        }
+        let (title, slug, number) = self.page.clone();
+        let book_dir = self.root.join("book");
+        let input = crate::book::notebook::Input {
+            config: self.config,
+            root: self.root,
+            book_dir: &book_dir,
+            chapter_title: &title,
+            chapter_number: &number,
+            slug: &slug,
+            run,
+            seed: result.seed,
+            run_config: &result.config,
+        };
+        match crate::book::notebook::render(&input) {
+            Ok(bytes) => self.notebook = Some((crate::book::notebook::file_name(&slug), bytes)),
+            Err(e) => self.diags.push(
+                Diagnostic::error(
+                    Code::Directive,
+                    Some(span.clone()),
+                    "cannot write this chapter's notebook",
+                )
+                .label(e),
+            ),
+        }
+    }
+
     /// A widget directive: `templates/widget.html`, for models that are all training runs
     /// of the book (otherwise an error at the fence, and nothing).
     pub(super) fn widget(&mut self, w: &Widget, span: &Span) -> String {

@@ -1,9 +1,11 @@
 //! Listings: source included from the project (the lines between `// ANCHOR: name` and
-//! `// ANCHOR_END: name`) and code blocks, highlighted by syntect into `hl-…` classes.
+//! `// ANCHOR_END: name`, or `# ANCHOR: name` in Python), with the same code in other
+//! languages as tabs beside it, and code blocks, highlighted by syntect into `hl-…` classes.
 
 use super::Renderer;
 use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, Span};
+use crate::book::parse::Listing;
 use minijinja::context;
 use std::sync::OnceLock;
 use syntect::parsing::SyntaxSet;
@@ -30,22 +32,26 @@ pub fn highlight(code: &str, lang: &str) -> Option<String> {
     Some(g.finalize())
 }
 
-/// The lines between `// ANCHOR: name` and `// ANCHOR_END: name`, other anchor lines
-/// removed, dedented; `Err` lists the anchors the file has.
+/// The anchor a line opens (`Some(("ANCHOR", name))`) or closes (`"ANCHOR_END"`), in a
+/// `//` or a `#` comment.
+fn marker(line: &str) -> Option<(&str, &str)> {
+    let t = line.trim_start();
+    let t = t.strip_prefix("//").or_else(|| t.strip_prefix('#'))?;
+    let (word, name) = t.trim_start().split_once(':')?;
+    matches!(word, "ANCHOR" | "ANCHOR_END").then(|| (word, name.trim()))
+}
+
+/// The lines between `// ANCHOR: name` and `// ANCHOR_END: name` (or `# ANCHOR: name`),
+/// other anchor lines removed, dedented; `Err` lists the anchors the file has.
 pub fn extract_anchor(src: &str, anchor: Option<&str>) -> Result<String, Vec<String>> {
-    let is_marker = |l: &str| {
-        let t = l.trim_start();
-        t.starts_with("// ANCHOR:") || t.starts_with("// ANCHOR_END:")
-    };
+    let is_marker = |l: &str| marker(l).is_some();
     let lines: Vec<&str> = match anchor {
         None => src.lines().filter(|l| !is_marker(l)).collect(),
         Some(a) => {
-            let start = src
-                .lines()
-                .position(|l| l.trim_start() == format!("// ANCHOR: {a}"));
+            let start = src.lines().position(|l| marker(l) == Some(("ANCHOR", a)));
             let end = src
                 .lines()
-                .position(|l| l.trim_start() == format!("// ANCHOR_END: {a}"));
+                .position(|l| marker(l) == Some(("ANCHOR_END", a)));
             match (start, end) {
                 (Some(s), Some(e)) if s < e => src
                     .lines()
@@ -56,10 +62,9 @@ pub fn extract_anchor(src: &str, anchor: Option<&str>) -> Result<String, Vec<Str
                 _ => {
                     let known = src
                         .lines()
-                        .filter_map(|l| {
-                            l.trim_start()
-                                .strip_prefix("// ANCHOR: ")
-                                .map(|s| s.trim().to_string())
+                        .filter_map(|l| match marker(l) {
+                            Some(("ANCHOR", name)) => Some(name.to_string()),
+                            _ => None,
                         })
                         .collect();
                     return Err(known);
@@ -94,31 +99,40 @@ impl Renderer<'_> {
         self.html("partials/code.html", context! { lang, html, code })
     }
 
-    /// An ```` ```include ```` listing and its code; problems are reported at `span`.
+    /// An ```` ```include ```` listing, its twins as tabs beside it, and all their code
+    /// (for search); `number` tells one listing's tabs from another's. Problems are
+    /// reported at `span`, a twin's at its line.
     pub(super) fn include(
         &mut self,
-        path: &str,
-        anchor: Option<&str>,
+        listing: &Listing,
+        number: usize,
         span: &Span,
     ) -> (String, String) {
-        match self.read_anchor(path, anchor) {
-            Ok((code, lang)) => {
-                let title = match anchor {
-                    Some(a) => format!("{path} ({a})"),
-                    None => path.to_string(),
-                };
-                let html = self.katex.highlight(&code, &lang).unwrap_or_default();
-                let listing = self.html(
-                    "partials/listing.html",
-                    context! { title, lang, html, code => &code },
-                );
-                (listing, code)
-            }
-            Err(d) => {
-                self.diags.push(d.at(span.clone()));
-                (String::new(), String::new())
+        let mut tabs = Vec::new();
+        let mut all_code = String::new();
+        let sources = std::iter::once((listing.label.clone(), &listing.source, span)).chain(
+            listing
+                .twins
+                .iter()
+                .map(|t| (Some(t.label.clone()), &t.source, &t.span)),
+        );
+        for (label, source, at) in sources {
+            match self.read_anchor(&source.path, source.anchor.as_deref()) {
+                Ok((code, lang)) => {
+                    let html = self.katex.highlight(&code, &lang).unwrap_or_default();
+                    let label = label.unwrap_or_else(|| language_name(&lang));
+                    all_code.push_str(&code);
+                    tabs.push(context! { title => source.title(), label, lang, html, code });
+                }
+                Err(d) => self.diags.push(d.at(at.clone())),
             }
         }
+        if tabs.len() != 1 + listing.twins.len() {
+            return (String::new(), String::new());
+        }
+        let id = format!("listing-{number}");
+        let html = self.html("partials/listing.html", context! { id, tabs });
+        (html, all_code)
     }
 
     fn read_anchor(
@@ -128,6 +142,22 @@ impl Renderer<'_> {
     ) -> Result<(String, String), Diagnostic> {
         read_listing(self.root, path, anchor)
     }
+}
+
+/// What a listing's tab is called when the book does not say: its language's name, from
+/// the file's extension.
+pub fn language_name(ext: &str) -> String {
+    match ext {
+        "rs" => "Rust",
+        "py" => "Python",
+        "js" | "mjs" => "JavaScript",
+        "ts" => "TypeScript",
+        "c" => "C",
+        "cpp" | "cc" | "h" | "hpp" => "C++",
+        "typ" => "Typst",
+        other => other,
+    }
+    .to_string()
 }
 
 /// The anchored lines of a project file, and the file's extension: what an
@@ -161,7 +191,8 @@ pub fn read_listing(
             format!("no anchor `{}` in `{path}`", anchor.unwrap_or_default()),
         )
         .hint(if known.is_empty() {
-            "mark the lines with `// ANCHOR: name` and `// ANCHOR_END: name`".to_string()
+            "mark the lines with `// ANCHOR: name` and `// ANCHOR_END: name` (`#` in Python)"
+                .to_string()
         } else {
             format!("anchors in that file: {}", known.join(", "))
         })
@@ -188,6 +219,21 @@ mod tests {
         assert_eq!(
             extract_anchor(src, Some("nope")).unwrap_err(),
             vec!["f".to_string(), "inner".to_string()]
+        );
+    }
+
+    #[test]
+    fn python_anchors_are_extracted_too() {
+        let src = "import torch\n\n# ANCHOR: f\ndef f(x):\n    # ANCHOR: body\n    return x\n    # ANCHOR_END: body\n# ANCHOR_END: f\n";
+        assert_eq!(
+            extract_anchor(src, Some("f")).unwrap(),
+            "def f(x):\n    return x\n"
+        );
+        assert_eq!(extract_anchor(src, Some("body")).unwrap(), "return x\n");
+        // A comment that merely mentions the word is no marker.
+        assert_eq!(
+            extract_anchor("# ANCHORS: f\nx\n", Some("f")).unwrap_err(),
+            Vec::<String>::new()
         );
     }
 

@@ -66,6 +66,10 @@ pub struct RenderedChapter {
     pub inline_text: Vec<String>,
     /// The works the chapter cites, in its reference list's order.
     pub references: Vec<crate::book::cite::Work>,
+    /// Its notebook (```` ```notebook run ````): file name beside the page, and bytes.
+    pub notebook: Option<(String, Vec<u8>)>,
+    /// Where Colab opens that notebook, when the book names its GitHub repository.
+    pub colab: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -128,6 +132,11 @@ struct Renderer<'a> {
     notes: notes::Notes,
     /// The models the chapter's widgets load so far, with their packed bytes.
     widget_bytes: Vec<(String, usize)>,
+    config: &'a crate::book::parse::BookConfig,
+    /// The chapter being rendered: its title, page and place (`Chapter 2`, or empty).
+    page: (String, String, String),
+    /// The chapter's notebook, once its directive is rendered: file name and bytes.
+    notebook: Option<(String, Vec<u8>)>,
     diags: Vec<Diagnostic>,
 }
 
@@ -201,6 +210,9 @@ pub fn render(
         xrefs: 0,
         notes: notes::Notes::default(),
         widget_bytes: Vec::new(),
+        config: &book.config,
+        page: Default::default(),
+        notebook: None,
         diags: Vec::new(),
     };
     let mut chapters: Vec<RenderedChapter> = book.chapters.iter().map(|ch| r.chapter(ch)).collect();

@@ -31,6 +31,15 @@ impl Renderer<'_> {
         let mut answers = Answers::default();
         self.notes = Notes::of(ch);
         self.widget_bytes.clear();
+        self.notebook = None;
+        self.page = (
+            ch.title.clone(),
+            ch.slug.clone(),
+            match ch.place {
+                crate::book::parse::Place::Chapter(n) => format!("Chapter {n}"),
+                _ => String::new(),
+            },
+        );
         let mut i = 0;
         while i < ch.nodes.len() {
             self.notes_so_far(&ch.nodes[i], &mut out, &mut search);
@@ -120,6 +129,11 @@ impl Renderer<'_> {
             counts,
             inline_text: inlines.into_iter().map(|o| o.text).collect(),
             references,
+            colab: self
+                .notebook
+                .as_ref()
+                .and_then(|_| crate::book::notebook::colab_url(self.config, &ch.slug)),
+            notebook: self.notebook.take(),
         }
     }
 
@@ -357,10 +371,14 @@ impl Renderer<'_> {
         match &d.node {
             Directive::Run { .. } => String::new(),
             Directive::Widget(w) => self.widget(w, &d.span),
-            Directive::Include { path, anchor } => {
+            Directive::Notebook { run } => {
+                self.notebook(run, &d.span);
+                String::new()
+            }
+            Directive::Include(listing) => {
                 counts.listings += 1;
-                let (html, code) = self.include(path, anchor.as_deref(), &d.span);
-                search.push(path);
+                let (html, code) = self.include(listing, counts.listings, &d.span);
+                search.push(&listing.source.path);
                 search.push(&code);
                 html
             }
