@@ -6,12 +6,13 @@ BIN := target/release/revtx-book
 # What the browser test checks in depth on each chapter's page: its figures (exactly),
 # its answers (each shut until opened) and its widget's models, in the order it lists them.
 # Chapter 1: loss, block diagram, sharpening, attention, position norms, faults.
-CHAPTER_1 := PAGE=chapter-1.html FIGURES=6 ANSWERS=5 MODELS=reference,noscale,softq,nomask
+# Its three listings (attention, the heads, the block) each have a PyTorch tab.
+CHAPTER_1 := PAGE=chapter-1.html FIGURES=6 ANSWERS=5 MODELS=reference,noscale,softq,nomask LISTINGS=3 NOTEBOOK=1
 # Chapter 2: two length curves, position similarity, six attention maps.
-CHAPTER_2 := PAGE=chapter-2.html FIGURES=9 ANSWERS=5 MODELS=learned_copy,sin_copy_offsets,rope_reverse
+CHAPTER_2 := PAGE=chapter-2.html FIGURES=9 ANSWERS=5 MODELS=learned_copy,sin_copy_offsets,rope_reverse LISTINGS=0 NOTEBOOK=1
 # Chapter 3: two traces, the spikes per configuration, the depth-by-placement grid; no widget.
 # The first pass runs axe on every page of the site; the later ones on their chapter only.
-CHAPTER_3 := PAGE=chapter-3.html FIGURES=4 ANSWERS=5
+CHAPTER_3 := PAGE=chapter-3.html FIGURES=4 ANSWERS=5 LISTINGS=0 NOTEBOOK=1
 # The least number of pages the book's PDF may have (title, contents, the chapters).
 PDF_PAGES := 36
 # The site's pages the browser test must find (each page it has is checked).
@@ -19,7 +20,7 @@ PAGES := chapter-1.html,chapter-2.html,chapter-3.html,appendix-a.html
 
 PREFIX ?= $(HOME)/.local
 
-.PHONY: install site test check setup build bench crosscheck browser textbook guide lint-workflows clean-site
+.PHONY: install site test check setup build bench crosscheck browser textbook guide lint-workflows clean-site twin-setup
 
 setup:
 	@scripts/setup-libtorch.sh
@@ -49,12 +50,18 @@ check: build
 # fingerprint; a check of the real chapter with warnings denied (trains what the run cache
 # lacks); the site built from those runs, with its PDF: the PDF against the claims and the
 # site's numbering (poppler), the widget's JavaScript model against the engine's decodes
-# under Node, then the site in headless Chromium; the fixture textbook (three parts, one
+# under Node, the PyTorch twin (python/) against the exported models and the engine's
+# training step, and every chapter's notebook executed (tests/python/), then the site in
+# headless Chromium; the fixture textbook (three parts, one
 # shared run) built and checked in print and in Chromium too; the guide (guide/book/)
 # built with warnings denied; BENCHMARKS.md against bench/records/; the workflows, linted.
 # Without Chromium the browser checks fail, unless skipped by name: SKIP_BROWSER=1 make test
 # (never under CI), which the last line then reports as a skip.
-test: build
+# The PyTorch twin's packages download while the code compiles (tests/python/setup.sh).
+twin-setup: setup
+	@tests/python/setup.sh --background
+
+test: twin-setup build
 	$(CARGO) test --release --locked --workspace
 	$(BIN) numerics
 	$(BIN) check --deny-warnings
@@ -62,6 +69,8 @@ test: build
 	tests/pdf/setup.sh
 	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book --places td,answer,figcaption
 	node --test tests/node/
+	tests/python/setup.sh
+	tests/python/run.sh
 	tests/browser/setup.sh
 	SITE=site $(CHAPTER_1) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
 	SITE=site $(CHAPTER_2) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-2 node --test --test-concurrency=1 tests/browser/

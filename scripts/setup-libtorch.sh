@@ -4,6 +4,7 @@
 #
 #   .libtorch/torch/include           headers, for compiling torch-sys
 #   .libtorch/torch/lib/libtorch_cpu.so, libc10.so, libgomp.so.1, libtorch.so
+#   .libtorch/wheels/torch-2.13.0-*.whl  the wheel itself, for tests/python/setup.sh
 #   .libtorch/nvidia/cu13/lib/libcudart.so.13, libcupti.so.13
 #                                     libtorch_cpu.so links these; its own rpath
 #                                     ($ORIGIN/../../nvidia/cu13/lib) finds them here.
@@ -64,6 +65,10 @@ with open(os.path.join(out, "torch", "build-version"), "w") as f:
     f.write("2.13.0\n")
 PY
 
+# The torch wheel stays, for the PyTorch twin's tests (tests/python/setup.sh), so that
+# they do not download it a second time.
+mkdir -p "$WORK/libtorch/wheels"
+mv "$WORK"/wheels/torch-"$VERSION"-*.whl "$WORK/libtorch/wheels/"
 rm -rf "$DEST"
 mv "$WORK/libtorch" "$DEST"
 touch "$STAMP"
