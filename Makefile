@@ -6,13 +6,14 @@ BIN := target/release/revtx-book
 # What the browser test checks in depth on each chapter's page: its figures (exactly),
 # its answers (each shut until opened) and its widget's models, in the order it lists them.
 # Chapter 1: loss, block diagram, sharpening, attention, position norms, faults.
-# Its three listings (attention, the heads, the block) each have a PyTorch tab.
-CHAPTER_1 := PAGE=chapter-1.html FIGURES=6 ANSWERS=5 MODELS=reference,noscale,softq,nomask LISTINGS=3 NOTEBOOK=1
+# Every listing has a PyTorch tab: chapter 1's attention, heads, block and training step,
+# chapter 2's rotation, chapter 3's schedule.
+CHAPTER_1 := PAGE=chapter-1.html FIGURES=6 ANSWERS=5 MODELS=reference,noscale,softq,nomask LISTINGS=4 NOTEBOOK=1
 # Chapter 2: two length curves, position similarity, six attention maps.
-CHAPTER_2 := PAGE=chapter-2.html FIGURES=9 ANSWERS=5 MODELS=learned_copy,sin_copy_offsets,rope_reverse LISTINGS=0 NOTEBOOK=1
+CHAPTER_2 := PAGE=chapter-2.html FIGURES=9 ANSWERS=5 MODELS=learned_copy,sin_copy_offsets,rope_reverse LISTINGS=1 NOTEBOOK=1
 # Chapter 3: two traces, the spikes per configuration, the depth-by-placement grid; no widget.
 # The first pass runs axe on every page of the site; the later ones on their chapter only.
-CHAPTER_3 := PAGE=chapter-3.html FIGURES=4 ANSWERS=5 LISTINGS=0 NOTEBOOK=1
+CHAPTER_3 := PAGE=chapter-3.html FIGURES=4 ANSWERS=5 LISTINGS=1 NOTEBOOK=1
 # The least number of pages the book's PDF may have (title, contents, the chapters).
 PDF_PAGES := 36
 # The site's pages the browser test must find (each page it has is checked).

@@ -1,8 +1,10 @@
 """revtx_twin: a PyTorch twin of the revtx engine's transformer.
 
 ``model`` is the engine's model (crates/revtx-engine/src/model/) in PyTorch, with its
-greedy decoding; ``weights`` reads the engine's trained weights (a site's exported
-models, or a run's safetensors file). A model the engine trained loads as it is::
+greedy decoding; ``tasks`` draws the engine's batches, token for token; ``train`` is its
+loss, optimisers, schedule and training step; ``weights`` reads the engine's trained
+weights (a site's exported models, or a run's safetensors file). A model the engine
+trained loads as it is::
 
     from revtx_twin import Alphabet, Transformer, greedy, load_export
 
@@ -14,7 +16,6 @@ models, or a run's safetensors file). A model the engine trained loads as it is:
 
 from .model import (
     CHAPTER,
-    Alphabet,
     AttnOptions,
     ModelConfig,
     Transformer,
@@ -25,6 +26,7 @@ from .model import (
     ids_to_letters,
     letters_to_ids,
 )
+from .tasks import Alphabet
 from .weights import load_export, load_safetensors
 
 __all__ = [

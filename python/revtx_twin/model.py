@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from .tasks import Alphabet
+
 # ---------------------------------------------------------------------------------------
 # The configuration
 # ---------------------------------------------------------------------------------------
@@ -200,6 +202,7 @@ class Rope(nn.Module):
         self.register_buffer("cos", angles.cos().float(), persistent=False)
         self.register_buffer("sin", angles.sin().float(), persistent=False)
 
+    # ANCHOR: rope
     def rotate(self, x: Tensor) -> Tensor:
         """Rotates x (batch, t, heads, d_k): x·cos + rotate_half(x)·sin, where
         rotate_half([a, b]) = [-b, a]."""
@@ -209,6 +212,7 @@ class Rope(nn.Module):
         sin = self.sin[:t].view(1, t, 1, d_k)
         turned = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
         return x * cos + turned * sin
+    # ANCHOR_END: rope
 
     def rotate_qkv(self, qkv: Tensor, heads: int) -> Tensor:
         """Rotates the query and key thirds of qkv (batch, t, 3·d), whose heads sit side
@@ -422,69 +426,7 @@ class Transformer(nn.Module):
 # Tokens and greedy decoding
 # ---------------------------------------------------------------------------------------
 
-TASKS = ("reverse", "copy", "sort", "add", "recall")
-
-
-@dataclass(frozen=True)
-class Alphabet:
-    """A task over ``letters`` symbols (the engine's ``Alphabet``, task.rs): token ids
-    0..letters-1 are the letters (a, b, ...; digits 0, 1, ... under add), then the
-    separator ``|`` (``=`` under add), the pad ``.``, and under add the plus sign."""
-
-    task: str = "reverse"
-    letters: int = 10
-
-    @classmethod
-    def of_model(cls, task: str, vocab: int) -> "Alphabet":
-        """The alphabet of a model trained on ``task`` with ``vocab`` tokens."""
-        return cls(task, vocab - 2 - (task == "add"))
-
-    @property
-    def sep(self) -> int:
-        return self.letters
-
-    @property
-    def pad(self) -> int:
-        return self.letters + 1
-
-    @property
-    def plus(self) -> int | None:
-        return self.letters + 2 if self.task == "add" else None
-
-    def char(self, t: int) -> str:
-        """A token's character (``_`` for an id that is no token)."""
-        add = self.task == "add"
-        if 0 <= t < self.letters:
-            return chr((ord("0") if add else ord("a")) + t)
-        if t == self.sep:
-            return "=" if add else "|"
-        if t == self.pad:
-            return "."
-        if t == self.plus:
-            return "+"
-        return "_"
-
-    def text(self, ids: Sequence[int]) -> str:
-        """Tokens as text, one character each."""
-        return "".join(self.char(int(t)) for t in ids)
-
-    def encode(self, text: str) -> list[int]:
-        """Text as tokens, one per character (the inverse of ``text``): a prompt such as
-        ``fgca`` → [5, 6, 2, 0] (``12+34`` under add), or a whole sequence ``fgc|cgf``."""
-        ids = {self.char(t): t for t in range(self.letters + 2 + (self.plus is not None))}
-        try:
-            return [ids[ch] for ch in text]
-        except KeyError as e:
-            raise ValueError(f"{e.args[0]!r} is not a token of the {self.task} task") from None
-
-    def answer_len(self, prompt_len: int) -> int:
-        """Tokens of the answer to a prompt of ``prompt_len`` tokens (task.rs)."""
-        if self.task in ("reverse", "copy", "sort"):
-            return prompt_len
-        n = (prompt_len - 1) // 2  # add: n digits + n digits; recall: n pairs + a query
-        return n + 1 if self.task == "add" else 1
-
-
+# The tokens of a task are its alphabet's (tasks.py): letters, separator, pad.
 # The chapter's: reversal over a..j, separator 10, pad 11.
 CHAPTER = Alphabet()
 
@@ -521,7 +463,7 @@ def greedy(model: Transformer, problems: Sequence[str], alphabet: Alphabet = CHA
     for n in sorted({len(p) for p in prompts}):
         rows = [i for i, p in enumerate(prompts) if len(p) == n]
         x = torch.tensor([prompts[i] + [alphabet.sep] for i in rows], dtype=torch.long)
-        answers = generate(model, x, alphabet.answer_len(n))[:, n + 1:]
+        answers = generate(model, x, alphabet.answer_tokens(n))[:, n + 1:]
         for i, answer in zip(rows, answers.tolist()):
             out[i] = alphabet.text(answer)
     return out

@@ -123,6 +123,11 @@ class Alphabet:
     task: str = "reverse"
     letters: int = 10
 
+    @classmethod
+    def of_model(cls, task, vocab):
+        """The alphabet of a model trained on ``task`` with ``vocab`` tokens."""
+        return cls(task, vocab - 2 - (task == "add"))
+
     @property
     def sep(self):
         return self.letters
@@ -185,6 +190,25 @@ class Alphabet:
         if t == self.plus:
             return "+"
         return "_"
+
+    def text(self, ids):
+        """Tokens as text, one character each."""
+        return "".join(self.char(int(t)) for t in ids)
+
+    def encode(self, text):
+        """Text as tokens, one per character (the inverse of ``text``): a prompt such as
+        ``fgca`` → [5, 6, 2, 0] (``12+34`` under add), or a whole sequence ``fgc|cgf``."""
+        ids = {self.char(t): t for t in range(self.vocab)}
+        try:
+            return [ids[ch] for ch in text]
+        except KeyError as e:
+            raise ValueError(f"{e.args[0]!r} is not a token of the {self.task} task") from None
+
+    def answer_tokens(self, prompt_tokens):
+        """Tokens of the answer to a prompt of ``prompt_tokens`` tokens (task.rs)."""
+        if self.task in ("reverse", "copy", "sort"):
+            return prompt_tokens
+        return answer_len(self.task, (prompt_tokens - 1) // 2)
 
     def render_row(self, row):
         """A row of tokens as the engine's result shows it: characters and spaces."""

@@ -73,6 +73,7 @@ def cos_pi(x):
     return sign * total
 
 
+# ANCHOR: schedule
 def lr_at(t, step):
     """The learning rate of step ``step`` (counted from 1): a linear warm-up over
     ``t["warmup"]`` steps, then a decay from ``t["lr"]`` to ``t["min_lr"]`` at the last
@@ -89,6 +90,7 @@ def lr_at(t, step):
     if t["decay"] == "cosine":
         return t["min_lr"] + span * 0.5 * (1.0 + cos_pi(progress))
     raise ValueError(f"unknown decay {t['decay']!r}")
+# ANCHOR_END: schedule
 
 
 # The optimisers and clipping (optim.rs).

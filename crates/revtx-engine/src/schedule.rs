@@ -5,6 +5,7 @@
 use crate::experiments::{Decay, TrainConfig};
 pub use crate::trig::cos_pi;
 
+// ANCHOR: schedule
 /// The rate of step `step` (counted from 1, at most `t.steps`).
 pub fn lr_at(t: &TrainConfig, step: usize) -> f64 {
     if step <= t.warmup {
@@ -19,3 +20,4 @@ pub fn lr_at(t: &TrainConfig, step: usize) -> f64 {
         Decay::Cosine => t.min_lr + span * 0.5 * (1.0 + cos_pi(progress)),
     }
 }
+// ANCHOR_END: schedule

@@ -188,6 +188,7 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
             .view([rows, seq_len as i64])
             .narrow(1, 0, width);
         phases.data += lap.next();
+        // ANCHOR: step
         let (logits, _) = model.forward(&x); // (batch, width, vocab)
         let loss = logits.view([-1, m.vocab]).cross_entropy_loss::<Tensor>(
             &y.reshape([-1]),
@@ -210,6 +211,7 @@ fn train(cfg: &RunConfig, seed: u64, progress: &mut dyn Progress) -> Result<Trai
         opt.set_lr(lr);
         lrs.push(lr);
         opt.step()?;
+        // ANCHOR_END: step
         phases.optimizer += lap.next();
         let l = loss.double_value(&[]);
         losses.push(l);

@@ -3,6 +3,8 @@
 //! not its tests) and the tasks it trains on (`revtx-spec`'s `task.rs`, whose answers the
 //! engine encodes and scores). Part of every cache key. Both build scripts call this, the
 //! compiler's to key the cache and the engine's to stamp its results, so they agree.
+//! A listing's anchor lines (`// ANCHOR: name`, `// ANCHOR_END: name`) are the book's
+//! markup, not code: they are left out, so showing more of the engine retrains nothing.
 
 use std::path::{Path, PathBuf};
 
@@ -26,10 +28,27 @@ pub fn engine(engine_dir: &Path) -> (String, Vec<PathBuf>) {
         let rel = f.strip_prefix(engine_dir).expect("under the engine crate");
         h.update(rel.to_string_lossy().as_bytes());
         h.update(&[0]);
-        h.update(&std::fs::read(f).expect("engine source readable"));
+        h.update(&without_anchors(
+            &std::fs::read(f).expect("engine source readable"),
+        ));
         h.update(&[0]);
     }
     (h.finalize().to_hex()[..16].to_string(), files)
+}
+
+/// A file's bytes less the lines that only mark a listing's anchor.
+fn without_anchors(bytes: &[u8]) -> Vec<u8> {
+    let is_anchor = |line: &[u8]| {
+        let t = String::from_utf8_lossy(line);
+        let t = t.trim_start();
+        t.starts_with("// ANCHOR:") || t.starts_with("// ANCHOR_END:")
+    };
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|line| !is_anchor(line))
+        .flatten()
+        .copied()
+        .collect()
 }
 
 fn collect(p: &Path, out: &mut Vec<PathBuf>) {
@@ -75,6 +94,15 @@ pub fn libtorch_version_checked(libtorch: Option<&Path>) -> Result<String, Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn anchor_lines_are_not_code() {
+        let with = b"fn f() {\n    // ANCHOR: f\n    1\n    // ANCHOR_END: f\n}\n";
+        assert_eq!(without_anchors(with), b"fn f() {\n    1\n}\n".to_vec());
+        // Any other comment is kept: it may be all that tells two sources apart.
+        let other = b"// ANCHORS are fine\nx\n";
+        assert_eq!(without_anchors(other), other.to_vec());
+    }
 
     #[test]
     fn a_libtorch_without_its_version_is_refused() {

@@ -107,6 +107,7 @@ impl Rope {
         }
     }
 
+    // ANCHOR: rope
     /// Rotates `x: (batch, t, heads, d_k)`: `x·cos + rotate_half(x)·sin`, where
     /// `rotate_half([a, b]) = [-b, a]`. Each product and the sum are rounded once.
     pub fn rotate(&self, x: &Tensor) -> Tensor {
@@ -117,6 +118,7 @@ impl Rope {
         let turned = Tensor::cat(&[-x.narrow(3, half, half), x.narrow(3, 0, half)], 3);
         x * cos + turned * sin
     }
+    // ANCHOR_END: rope
 
     /// Rotates the query and key thirds of a fused projection `qkv: (batch, t, 3·d)` with
     /// `heads` heads side by side in each third; the values pass unchanged.
