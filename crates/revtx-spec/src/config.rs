@@ -106,55 +106,41 @@ pub struct ModelConfig {
     /// Switches of the attention function (the faults).
     pub attn: AttnOptions,
     /// How a token learns where it is (`learned`: a trained table of `positions` rows).
-    #[serde(default, skip_serializing_if = "PositionEncoding::is_learned")]
     pub position_encoding: PositionEncoding,
     /// Where each block normalises its residual stream.
-    #[serde(default, skip_serializing_if = "NormPlacement::is_pre")]
     pub norm: NormPlacement,
     /// How it normalises: layer norm, or RMS norm.
-    #[serde(default, skip_serializing_if = "NormKind::is_layer")]
     pub norm_kind: NormKind,
     /// The MLP's nonlinearity.
-    #[serde(default, skip_serializing_if = "Activation::is_gelu")]
     pub activation: Activation,
 }
 
-/// How positions enter the model (`model.position_encoding`). `model.positions` is the
-/// longest sequence the model reads, under every kind; only `learned` trains a table of
-/// that many rows.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PositionEncoding {
-    /// A trained vector per position, added to the token's (the chapter's).
-    #[default]
-    Learned,
-    /// A fixed vector per position of sines and cosines at geometric wavelengths, added to
-    /// the token's (Vaswani et al.); nothing trained.
-    Sinusoidal,
-    /// Rotary: each head's query and key pairs rotated by an angle proportional to the
-    /// position (Su et al.), so scores depend on the offset between tokens.
-    Rope,
-    /// Linear biases on the scores (Press et al.): head `h` of `H` adds `-m_h·|i - j|` to
-    /// query `i`'s score for key `j`, `m_h = 2^(-8h/H)`; nothing added to the tokens.
-    Alibi,
-    /// No position information at all: only the causal mask tells tokens apart.
-    None,
+crate::choice! {
+    /// How positions enter the model (`model.position_encoding`). `model.positions` is the
+    /// longest sequence the model reads, under every kind; only `learned` trains a table of
+    /// that many rows.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum PositionEncoding {
+        /// A trained vector per position, added to the token's (the chapter's).
+        #[default]
+        Learned = "learned",
+        /// A fixed vector per position of sines and cosines at geometric wavelengths, added to
+        /// the token's (Vaswani et al.); nothing trained.
+        Sinusoidal = "sinusoidal",
+        /// Rotary: each head's query and key pairs rotated by an angle proportional to the
+        /// position (Su et al.), so scores depend on the offset between tokens.
+        Rope = "rope",
+        /// Linear biases on the scores (Press et al.): head `h` of `H` adds `-m_h·|i - j|` to
+        /// query `i`'s score for key `j`, `m_h = 2^(-8h/H)`; nothing added to the tokens.
+        Alibi = "alibi",
+        /// No position information at all: only the causal mask tells tokens apart.
+        None = "none",
+    }
 }
 
 impl PositionEncoding {
     pub fn is_learned(&self) -> bool {
         *self == PositionEncoding::Learned
-    }
-
-    /// The value as a run block writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            PositionEncoding::Learned => "learned",
-            PositionEncoding::Sinusoidal => "sinusoidal",
-            PositionEncoding::Rope => "rope",
-            PositionEncoding::Alibi => "alibi",
-            PositionEncoding::None => "none",
-        }
     }
 
     /// Whether the page's widget (`static/widget/model.js`) runs this value: a widget
@@ -178,33 +164,25 @@ impl PositionEncoding {
     }
 }
 
-/// Where a block's layer norms sit (`model.norm`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NormPlacement {
-    /// Before each sublayer, inside the residual branch, plus one before the head:
-    /// `x + f(norm(x))` (the chapter's).
-    #[default]
-    Pre,
-    /// After each addition, as in the original transformer: `norm(x + f(x))`; no final
-    /// norm, since the last block's output is normalised already.
-    Post,
-    /// No normalisation anywhere: `x + f(x)`.
-    None,
+crate::choice! {
+    /// Where a block's layer norms sit (`model.norm`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum NormPlacement {
+        /// Before each sublayer, inside the residual branch, plus one before the head:
+        /// `x + f(norm(x))` (the chapter's).
+        #[default]
+        Pre = "pre",
+        /// After each addition, as in the original transformer: `norm(x + f(x))`; no final
+        /// norm, since the last block's output is normalised already.
+        Post = "post",
+        /// No normalisation anywhere: `x + f(x)`.
+        None = "none",
+    }
 }
 
 impl NormPlacement {
     pub fn is_pre(&self) -> bool {
         *self == NormPlacement::Pre
-    }
-
-    /// The value as a run block writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            NormPlacement::Pre => "pre",
-            NormPlacement::Post => "post",
-            NormPlacement::None => "none",
-        }
     }
 
     /// Whether the page's widget (`static/widget/model.js`) runs this value: a widget
@@ -216,30 +194,23 @@ impl NormPlacement {
     }
 }
 
-/// What a norm computes (`model.norm_kind`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum NormKind {
-    /// Subtract the mean, divide by the standard deviation, then a learned scale and shift
-    /// (Ba et al.; the chapter's).
-    #[default]
-    Layer,
-    /// Divide by the root mean square, then a learned scale; no mean, no shift (Zhang and
-    /// Sennrich).
-    Rms,
+crate::choice! {
+    /// What a norm computes (`model.norm_kind`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum NormKind {
+        /// Subtract the mean, divide by the standard deviation, then a learned scale and shift
+        /// (Ba et al.; the chapter's).
+        #[default]
+        Layer = "layer",
+        /// Divide by the root mean square, then a learned scale; no mean, no shift (Zhang and
+        /// Sennrich).
+        Rms = "rms",
+    }
 }
 
 impl NormKind {
     pub fn is_layer(&self) -> bool {
         *self == NormKind::Layer
-    }
-
-    /// The value as a run block writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            NormKind::Layer => "layer",
-            NormKind::Rms => "rms",
-        }
     }
 
     /// Whether the page's widget (`static/widget/model.js`) runs this value: a widget
@@ -251,32 +222,21 @@ impl NormKind {
     }
 }
 
-/// The MLP's nonlinearity (`model.activation`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Activation {
-    /// The Gaussian error linear unit, `x·Φ(x)` (the chapter's).
-    #[default]
-    Gelu,
-    /// `max(x, 0)`.
-    Relu,
+crate::choice! {
+    /// The MLP's nonlinearity (`model.activation`).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum Activation {
+        /// The Gaussian error linear unit, `x·Φ(x)` (the chapter's).
+        #[default]
+        Gelu = "gelu",
+        /// `max(x, 0)`.
+        Relu = "relu",
+    }
 }
 
 impl Activation {
-    /// Every value, in the order the guide lists them (the numerics probe and the tests
-    /// walk it, so a new value is probed and tested where it is added).
-    pub const ALL: &[Activation] = &[Activation::Gelu, Activation::Relu];
-
     pub fn is_gelu(&self) -> bool {
         *self == Activation::Gelu
-    }
-
-    /// The value as a run block writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Activation::Gelu => "gelu",
-            Activation::Relu => "relu",
-        }
     }
 
     /// Whether the page's widget (`static/widget/model.js`) runs this value: a widget

@@ -346,6 +346,50 @@ mod tests {
         assert_ne!(k, key(&c, 0, Profile::Portable, other));
     }
 
+    /// Each value of the config, changed alone, changes the key: the defaults among them
+    /// (ε, β, the task, the letters, the norm...) as much as the values a run block writes.
+    #[test]
+    fn every_value_enters_the_key() {
+        let engine = Engine {
+            code: "0123456789abcdef",
+            libtorch: "2.13.0",
+        };
+        let reference = RunConfig::reference();
+        let want = key(&reference, 0, Profile::Portable, engine);
+        let mut eps = reference.clone();
+        eps.train.eps = 2e-8;
+        assert_ne!(key(&eps, 0, Profile::Portable, engine), want, "ε at 2e-8");
+        let v = serde_json::to_value(&reference).unwrap();
+        let mut paths = Vec::new();
+        crate::experiments::tests::member_paths(&v, "", &mut paths);
+        let mut changed = 0;
+        for path in &paths {
+            let mut w = v.clone();
+            let (parent, last) = crate::experiments::tests::parent_of(&mut w, path);
+            let other = match &parent[&last] {
+                serde_json::Value::Bool(b) => serde_json::json!(!b),
+                serde_json::Value::Number(n) if n.is_u64() => {
+                    serde_json::json!(n.as_u64().unwrap() + 1)
+                }
+                serde_json::Value::Number(n) => serde_json::json!(n.as_f64().unwrap() * 0.5 + 0.25),
+                serde_json::Value::String(s) => serde_json::json!(format!("{s}x")),
+                serde_json::Value::Array(a) => {
+                    let mut a = a.clone();
+                    a.pop();
+                    serde_json::Value::Array(a)
+                }
+                _ => continue,
+            };
+            parent.insert(last, other);
+            // A changed word is no longer a value of its enum: only the others parse.
+            if let Ok(c2) = serde_json::from_value::<RunConfig>(w) {
+                assert_ne!(key(&c2, 0, Profile::Portable, engine), want, "{path}");
+                changed += 1;
+            }
+        }
+        assert!(changed >= 35, "{changed} values changed");
+    }
+
     #[test]
     fn written_entries_verify_and_corrupt_ones_do_not() {
         let dir = tempfile::tempdir().unwrap();

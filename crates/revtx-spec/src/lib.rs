@@ -5,8 +5,10 @@
 //!   writes it; [`task`]: the reversal task's alphabet.
 //! - [`result`]: what a run produces; [`entry`]: the run cache's format and keys.
 //! - [`profile`]: numeric profiles and the machine a run ran on.
+//! - `choice!`: a choice's enum, its words and its `ALL`, declared once.
 //! - [`fingerprint`]: the engine's identity, computed by both build scripts.
 
+mod choice;
 pub mod config;
 pub mod entry;
 pub mod experiments;

@@ -19,52 +19,33 @@ pub const DEFAULT_LETTERS: usize = 10;
 /// The most letters an alphabet may have: `a`..`z` (digits `0`..`9` under `add`).
 pub const MAX_LETTERS: usize = 26;
 
-/// What a sequence asks for (`data.task`). A problem of size `n` is drawn as symbols of
-/// the alphabet, written as a prompt, then the separator, then the answer the model must
-/// write; only the answer's tokens carry targets.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Task {
-    /// `n` letters, answered backwards (the chapter's).
-    #[default]
-    Reverse,
-    /// `n` letters, answered as they are.
-    Copy,
-    /// `n` letters, answered in ascending order.
-    Sort,
-    /// Two numbers of `n` digits in base `letters` (most significant digit first, leading
-    /// zeros kept), written `a+b=`; the answer is their sum's `n + 1` digits, least
-    /// significant first, so that each digit depends only on digits already read and the
-    /// carry out of the digit just written.
-    Add,
-    /// Associative recall: `n` pairs `k v` with distinct keys, then a query key; the answer
-    /// is the query's value, one letter.
-    Recall,
+crate::choice! {
+    /// What a sequence asks for (`data.task`). A problem of size `n` is drawn as symbols of
+    /// the alphabet, written as a prompt, then the separator, then the answer the model must
+    /// write; only the answer's tokens carry targets.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+    pub enum Task {
+        /// `n` letters, answered backwards (the chapter's).
+        #[default]
+        Reverse = "reverse",
+        /// `n` letters, answered as they are.
+        Copy = "copy",
+        /// `n` letters, answered in ascending order.
+        Sort = "sort",
+        /// Two numbers of `n` digits in base `letters` (most significant digit first, leading
+        /// zeros kept), written `a+b=`; the answer is their sum's `n + 1` digits, least
+        /// significant first, so that each digit depends only on digits already read and the
+        /// carry out of the digit just written.
+        Add = "add",
+        /// Associative recall: `n` pairs `k v` with distinct keys, then a query key; the answer
+        /// is the query's value, one letter.
+        Recall = "recall",
+    }
 }
 
 impl Task {
-    /// Every task, in the order the guide lists them.
-    pub const ALL: [Task; 5] = [
-        Task::Reverse,
-        Task::Copy,
-        Task::Sort,
-        Task::Add,
-        Task::Recall,
-    ];
-
     pub fn is_reverse(&self) -> bool {
         *self == Task::Reverse
-    }
-
-    /// The value as a run block writes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Task::Reverse => "reverse",
-            Task::Copy => "copy",
-            Task::Sort => "sort",
-            Task::Add => "add",
-            Task::Recall => "recall",
-        }
     }
 
     /// Symbols drawn for a problem of size `n`.
