@@ -52,7 +52,8 @@ enum Cmd {
         no_pdf: bool,
         /// Build the book as it reads with every run's seeds moved up by K (as `check
         /// --seed-shift K` trains them), into the `--out` given, which must not be `site`:
-        /// the shifted text to read, with every insert computed. No PDF.
+        /// the shifted text to read, with every insert computed. No PDF, and nothing written
+        /// under book/ (its claims go into the shifted site only).
         #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
         seed_shift: Option<u64>,
     },
@@ -127,12 +128,6 @@ fn main() -> ExitCode {
             no_pdf,
             seed_shift,
         } => {
-            if seed_shift.is_some() && out == std::path::Path::new("site") {
-                eprintln!(
-                    "error: build --seed-shift writes a site of other seeds' numbers; give it an --out of its own (not `site`)"
-                );
-                return ExitCode::from(2);
-            }
             let mut opts = common.options(Some(out), false);
             opts.pdf = !no_pdf && seed_shift.is_none();
             if let Some(k) = seed_shift {
@@ -178,7 +173,7 @@ fn shifted(opts: &mut revtx_book::book::BuildOptions, k: u64) {
 
 /// `revtx-book run ...`: the engine's own `run` command.
 fn run_engine(args: &[String]) -> ExitCode {
-    if let Some(code) = cmd::run::declared(args) {
+    if let cmd::run::Route::Done(code) = cmd::run::route(args) {
         return code;
     }
     let engine = runs::engine_path();

@@ -327,4 +327,27 @@ fn a_code_is_produced_only_by_a_test_that_names_it() {
         common::producers::test_produces(text, "t", Code::Drift),
         Ok(())
     );
+    // An ignored test never runs; a comment, or an assertion that the code is absent,
+    // produces nothing.
+    for (text, why) in [
+        (
+            "#[test]\n#[ignore = \"slow\"]\nfn t() {\n    errors_of(&out, Code::Drift);\n}\n",
+            "is #[ignore]d",
+        ),
+        (
+            "#[test]\nfn t() {\n    // errors_of(&out, Code::Drift);\n    run();\n}\n",
+            "never asks",
+        ),
+        (
+            "#[test]\nfn t() {\n    assert!(out.diags.iter().all(|d| d.code != Code::Drift));\n}\n",
+            "never asks",
+        ),
+        (
+            "#[test]\nfn t() {\n    assert!(!out.diags.iter().any(|d| d.code == Code::Drift));\n}\n",
+            "never asks",
+        ),
+    ] {
+        let err = common::producers::test_produces(text, "t", Code::Drift).unwrap_err();
+        assert!(err.contains(why), "{err}\n{text}");
+    }
 }

@@ -145,7 +145,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
 
     let t = Instant::now();
     let mut plans = runs::plan(&book, &o.sources, &mut o.diags);
-    shift_seeds(&mut plans, opts.seed_shift);
+    shift_seeds(&mut plans, opts.seed_shift, &mut o.diags);
     unknown_reruns(&opts.runs, &plans, &mut o.diags);
     o.timings.push(("plan", t.elapsed()));
 
@@ -252,9 +252,28 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
 }
 
 /// `check --seed-shift K`: every run's seeds moved up by `k`.
-fn shift_seeds(plans: &mut [runs::RunPlan], k: u64) {
+/// A seed the shift would carry past the largest seed is an error at its run: the sum
+/// would wrap round to a small seed, and the "shifted" book would check the book's own.
+fn shift_seeds(plans: &mut [runs::RunPlan], k: u64, diags: &mut Vec<Diagnostic>) {
     for p in plans {
-        p.seeds.iter_mut().for_each(|s| *s += k);
+        let shifted: Option<Vec<u64>> = p.seeds.iter().map(|s| s.checked_add(k)).collect();
+        let Some(seeds) = shifted else {
+            let largest = p.seeds.iter().max().copied().unwrap_or_default();
+            diags.push(
+                Diagnostic::error(
+                    Code::InvalidRun,
+                    Some(p.span.clone()),
+                    format!(
+                        "--seed-shift {k} carries run `{}`'s seed {largest} past the largest seed ({})",
+                        p.id,
+                        u64::MAX
+                    ),
+                )
+                .hint(format!("give a shift of at most {}", u64::MAX - largest)),
+            );
+            continue;
+        };
+        p.seeds = seeds;
     }
 }
 
@@ -277,6 +296,12 @@ fn seed_shift_stage(opts: &BuildOptions, o: &mut Outcome, claims: &[ClaimRecord]
 /// An output folder the tool may not write is refused before anything is read or run.
 fn out_refused(opts: &BuildOptions, o: &mut Outcome) -> bool {
     let Some(out) = &opts.out else { return false };
+    if opts.seed_shift != 0 {
+        if let Some(d) = outdir::refuse_book_site(&opts.root, out) {
+            o.diags.push(d);
+            return true;
+        }
+    }
     match outdir::check(&opts.root, &opts.runs.caches(), out) {
         Ok(_) => false,
         Err(d) => {
@@ -376,6 +401,8 @@ fn write_stage(
     out: &std::path::Path,
     ctx: &site::SiteContext,
 ) {
+    // A build killed while swapping the site by renames left it aside: put it back first.
+    sitefiles::recover(out);
     // Checked again: the folder may have changed while the runs trained.
     let state = match outdir::check(&opts.root, &opts.runs.caches(), out) {
         Ok(s) => s,
@@ -387,8 +414,9 @@ fn write_stage(
             None,
             format!("cannot write the site to {}: {e:#}", out.display()),
         ));
-    } else {
-        // Kept in the repository so a pull request's diff shows which figures moved.
+    } else if opts.seed_shift == 0 {
+        // Kept in the repository so a pull request's diff shows which figures moved; a
+        // shifted build's claims are the other seeds', and stay in its own site.
         let _ = site::write_if_changed(
             &opts.root.join("book").join("claims.json"),
             ctx.claims_json.as_bytes(),

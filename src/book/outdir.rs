@@ -112,6 +112,28 @@ fn protected(root: &Path, caches: &[PathBuf]) -> Vec<(PathBuf, String, bool)> {
 
 /// Whether the tool may write its site into `out`, and what `out` holds now. A refusal is
 /// an `out-dir` error naming the folder; nothing has been touched.
+/// The folder `build` writes the book's own site to, under the project root.
+pub const BOOK_SITE: &str = "site";
+
+/// `build --seed-shift K`'s refusal of the book's own site, however `out` spells it
+/// (`site`, `./site`, `site/`, an absolute path or a link to it): a site of other seeds'
+/// numbers must never replace the real one.
+pub fn refuse_book_site(root: &Path, out: &Path) -> Option<Diagnostic> {
+    let own = resolve(&root.join(BOOK_SITE));
+    (resolve(out) == own).then(|| {
+        Diagnostic::error(
+            Code::OutDir,
+            None,
+            format!(
+                "refusing to write a seed-shifted site to `{}`: it is the book's own site ({})",
+                out.display(),
+                own.display()
+            ),
+        )
+        .hint("build --seed-shift writes a site of other seeds' numbers; give it an --out of its own, e.g. `--out site-shifted`")
+    })
+}
+
 pub fn check(root: &Path, caches: &[PathBuf], out: &Path) -> Result<OutState, Diagnostic> {
     let target = resolve(out);
     let refuse = |why: String| {

@@ -114,13 +114,21 @@ pub fn plan(args: &PlanArgs) -> ExitCode {
     if args.why {
         return why(&args.common, &p, args.run.as_deref());
     }
+    // The run column as wide as the longest name, so that no name pushes its row out.
+    let w = p
+        .runs
+        .iter()
+        .map(|r| r.run.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(16);
     println!(
-        "{:<16} {:>4}  {:<24} {:>7} {:>9} {:>8}",
+        "{:<w$} {:>4}  {:<24} {:>7} {:>9} {:>8}",
         "run", "seed", "key", "cached", "GFLOP", "est. s"
     );
     for r in &p.runs {
         println!(
-            "{:<16} {:>4}  {:<24} {:>7} {:>9.0} {:>8.0}",
+            "{:<w$} {:>4}  {:<24} {:>7} {:>9.0} {:>8.0}",
             r.run,
             r.seed,
             r.key,

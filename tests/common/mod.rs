@@ -212,3 +212,12 @@ pub fn has_xref(html: &str, href: &str, label: &str) -> bool {
             .is_some_and(|e| rest[e + 2..].starts_with(&format!("{label}</a>")))
     })
 }
+
+/// The first element starting with `start` and its matching close tag `end_tag`.
+pub fn fragment<'a>(html: &'a str, start: &str, end_tag: &str) -> &'a str {
+    let s = html
+        .find(start)
+        .unwrap_or_else(|| panic!("no `{start}` in the page"));
+    let e = s + html[s..].find(end_tag).unwrap() + end_tag.len();
+    &html[s..e]
+}

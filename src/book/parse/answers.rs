@@ -1,6 +1,7 @@
 //! Where an answer may stand: a heading with the class `answer` answers the exercise whose
-//! heading holds it, so it needs one above it, below the chapter's title, and not itself
-//! inside another answer. Anything else is an error at the `.answer`.
+//! heading holds it, so it sits directly under a heading with the class `exercise`, one
+//! level below it (at any depth), and not itself inside another answer. Anything else is
+//! an error at the `.answer`.
 
 use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, FileId, Span};
@@ -16,21 +17,22 @@ pub fn check(
     sub: &Substituted,
     diags: &mut Vec<Diagnostic>,
 ) {
-    // The headings above the current place: (level, whether it is an answer).
-    let mut above: Vec<(HeadingLevel, bool)> = Vec::new();
+    // The headings above the current place: (level, whether it is an answer, whether it
+    // is an exercise).
+    let mut above: Vec<(HeadingLevel, bool, bool)> = Vec::new();
     for (ev, range) in events {
         let Event::Start(Tag::Heading { level, classes, .. }) = ev else {
             continue;
         };
-        above.retain(|(l, _)| l < level);
-        let answer = classes.iter().any(|c| &**c == "answer");
+        above.retain(|(l, _, _)| l < level);
+        let has = |class: &str| classes.iter().any(|c| &**c == class);
+        let answer = has("answer");
         let why = match above.last() {
             _ if !answer => None,
-            _ if above.iter().any(|(_, a)| *a) => Some("an answer inside another answer"),
-            None | Some((HeadingLevel::H1, _)) => {
-                Some("an answer must sit under the heading of its exercise")
-            }
-            Some(_) => None,
+            _ if above.iter().any(|(_, a, _)| *a) => Some("an answer inside another answer"),
+            Some((parent, _, true)) if *parent as usize + 1 == *level as usize => None,
+            Some((_, _, true)) => Some("an answer must sit one level below its exercise's heading"),
+            _ => Some("an answer must sit directly under the heading of its exercise"),
         };
         if let Some(why) = why {
             let (start, end) = (sub.to_src(range.start), sub.to_src(range.end));
@@ -41,13 +43,13 @@ pub fn check(
                 Diagnostic::error(Code::Directive, Some(Span { file, range: at }), why)
                     .label("this heading is marked as an answer")
                     .hint(
-                        "put the answer one level below its exercise: \
-                         `### An exercise` then `#### Answer {.answer}`",
+                        "put the answer one level below its exercise, marked as one: \
+                         `### An exercise {.exercise}` then `#### Answer {.answer}`",
                     ),
             );
         }
         // A misplaced answer is reported once; the headings under it are judged as if it
         // were a plain heading.
-        above.push((*level, answer && why.is_none()));
+        above.push((*level, answer && why.is_none(), has("exercise")));
     }
 }

@@ -43,7 +43,18 @@ fn marker(line: &str) -> Option<(&str, &str)> {
 
 /// The lines between `// ANCHOR: name` and `// ANCHOR_END: name` (or `# ANCHOR: name`),
 /// other anchor lines removed, dedented; `Err` lists the anchors the file has.
-pub fn extract_anchor(src: &str, anchor: Option<&str>) -> Result<String, Vec<String>> {
+/// Why an anchor's lines cannot be taken.
+#[derive(Debug, PartialEq, Eq)]
+pub enum AnchorError {
+    /// No `ANCHOR: name` line; the anchors the file has.
+    Missing(Vec<String>),
+    /// `ANCHOR: name` with no `ANCHOR_END: name` after it.
+    Unclosed,
+    /// `ANCHOR_END: name` before its `ANCHOR: name`.
+    EndFirst,
+}
+
+pub fn extract_anchor(src: &str, anchor: Option<&str>) -> Result<String, AnchorError> {
     let is_marker = |l: &str| marker(l).is_some();
     let lines: Vec<&str> = match anchor {
         None => src.lines().filter(|l| !is_marker(l)).collect(),
@@ -59,7 +70,9 @@ pub fn extract_anchor(src: &str, anchor: Option<&str>) -> Result<String, Vec<Str
                     .take(e - s - 1)
                     .filter(|l| !is_marker(l))
                     .collect(),
-                _ => {
+                (Some(_), None) => return Err(AnchorError::Unclosed),
+                (Some(_), Some(_)) => return Err(AnchorError::EndFirst),
+                (None, _) => {
                     let known = src
                         .lines()
                         .filter_map(|l| match marker(l) {
@@ -67,7 +80,7 @@ pub fn extract_anchor(src: &str, anchor: Option<&str>) -> Result<String, Vec<Str
                             _ => None,
                         })
                         .collect();
-                    return Err(known);
+                    return Err(AnchorError::Missing(known));
                 }
             }
         }
@@ -184,18 +197,33 @@ pub fn read_listing(
     let src = std::fs::read_to_string(&canon).map_err(|e| {
         Diagnostic::error(Code::Include, None, format!("cannot read `{path}`")).label(e.to_string())
     })?;
-    let code = extract_anchor(&src, anchor).map_err(|known| {
-        Diagnostic::error(
+    let name = anchor.unwrap_or_default();
+    let code = extract_anchor(&src, anchor).map_err(|e| match e {
+        AnchorError::Missing(known) => Diagnostic::error(
             Code::Include,
             None,
-            format!("no anchor `{}` in `{path}`", anchor.unwrap_or_default()),
+            format!("no anchor `{name}` in `{path}`"),
         )
         .hint(if known.is_empty() {
             "mark the lines with `// ANCHOR: name` and `// ANCHOR_END: name` (`#` in Python)"
                 .to_string()
         } else {
             format!("anchors in that file: {}", known.join(", "))
-        })
+        }),
+        AnchorError::Unclosed => Diagnostic::error(
+            Code::Include,
+            None,
+            format!("anchor `{name}` in `{path}` is opened and never closed"),
+        )
+        .hint(format!(
+            "add a line `ANCHOR_END: {name}` (as a comment) where its lines end"
+        )),
+        AnchorError::EndFirst => Diagnostic::error(
+            Code::Include,
+            None,
+            format!("anchor `{name}` in `{path}` ends before it starts"),
+        )
+        .hint(format!("put `ANCHOR: {name}` above `ANCHOR_END: {name}`")),
     })?;
     let lang = canon
         .extension()
@@ -218,7 +246,28 @@ mod tests {
         );
         assert_eq!(
             extract_anchor(src, Some("nope")).unwrap_err(),
-            vec!["f".to_string(), "inner".to_string()]
+            AnchorError::Missing(vec!["f".to_string(), "inner".to_string()])
+        );
+        assert_eq!(
+            extract_anchor(
+                "// ANCHOR: open
+x
+",
+                Some("open")
+            )
+            .unwrap_err(),
+            AnchorError::Unclosed
+        );
+        assert_eq!(
+            extract_anchor(
+                "// ANCHOR_END: f
+x
+// ANCHOR: f
+",
+                Some("f")
+            )
+            .unwrap_err(),
+            AnchorError::EndFirst
         );
     }
 
@@ -233,7 +282,7 @@ mod tests {
         // A comment that merely mentions the word is no marker.
         assert_eq!(
             extract_anchor("# ANCHORS: f\nx\n", Some("f")).unwrap_err(),
-            Vec::<String>::new()
+            AnchorError::Missing(Vec::new())
         );
     }
 

@@ -97,27 +97,48 @@ pub fn plan(book: &Book, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Vec<
                         span: d.span.clone(),
                     });
                 }
-                Err(e) => diags.push(
-                    Diagnostic::error(
-                        Code::InvalidRun,
-                        Some(d.span.clone()),
-                        format!("invalid run `{id}`"),
-                    )
-                    .label(e),
-                ),
+                Err(e) => diags.push(unfit(sources, &d.span, id, spec, &base, e)),
             }
         }
     }
     plans
 }
 
-/// Where the run block at `block` sets `key` (`model.positions`): its name, written under
-/// its table (`[model]` then `positions = …`) or dotted (`model.positions = …`); `None`
-/// when the block does not set it.
+/// A run block whose overrides do not fit its config: at the key whose value does not
+/// fit, when the block writes it, else at the block.
+fn unfit(
+    sources: &Sources,
+    block: &Span,
+    id: &str,
+    spec: &revtx_spec::experiments::RunSpec,
+    base: &RunConfig,
+    why: String,
+) -> Diagnostic {
+    let culprit = spec.culprit(base);
+    let at = culprit.as_deref().and_then(|k| key_span(sources, block, k));
+    let diag = Diagnostic::error(
+        Code::InvalidRun,
+        Some(at.unwrap_or_else(|| block.clone())),
+        match &culprit {
+            Some(k) => format!("invalid run `{id}`: `{k}` does not fit"),
+            None => format!("invalid run `{id}`"),
+        },
+    )
+    .label(why);
+    match culprit {
+        Some(k) => diag.hint(format!(
+            "change or remove `{k}`: the guide's run-key table lists every key and its values"
+        )),
+        None => diag,
+    }
+}
+
+/// Where the run block at `block` sets `key` (`model.positions`, `model.attn.scale`): its
+/// name, written under its table (`[model]` then `positions = …`, `[model.attn]` then
+/// `scale = …`) or dotted (`model.positions = …`); `None` when the block does not set it.
 fn key_span(sources: &Sources, block: &Span, key: &str) -> Option<Span> {
     // `block` is the fence's info line; the body runs from the next line to the fence.
     let text = sources.text(block.file).get(block.range.start..)?;
-    let (table, leaf) = key.split_once('.')?;
     let mut section = String::new();
     let mut offset = block.range.start;
     for (k, line) in text.split_inclusive('\n').enumerate() {
@@ -135,7 +156,13 @@ fn key_span(sources: &Sources, block: &Span, key: &str) -> Option<Span> {
         } else {
             let name = t.split('=').next().unwrap_or_default().trim_end();
             let whole = name.len() < t.len();
-            if whole && ((section == table && name == leaf) || name == key) {
+            let dotted: String = name.split('.').map(str::trim).collect::<Vec<_>>().join(".");
+            let full = if section.is_empty() {
+                dotted
+            } else {
+                format!("{section}.{dotted}")
+            };
+            if whole && (full == key || key.starts_with(&format!("{full}."))) {
                 let start = offset + indent;
                 return Some(Span {
                     file: block.file,

@@ -65,6 +65,10 @@ pub(crate) fn cell(
     match compiled.eval(scope) {
         Ok(x) if x.is_none() => Ok("\u{2014}".to_string()),
         Ok(x) if x.is_undefined() => Err(fail("reads a path the run does not have".into())),
+        // A division by zero or an overflow: no number a table may print.
+        Ok(x) if f64::try_from(x.clone()).is_ok_and(|f| !f.is_finite()) => Err(fail(format!(
+            "gives {x}, which is not a number a cell can show (a division by zero?)"
+        ))),
         Ok(x) => Ok(crate::book::expr::as_text(&x)),
         Err(e) if e.kind() == minijinja::ErrorKind::UndefinedError => {
             Err(fail("reads a path the run does not have".into()))

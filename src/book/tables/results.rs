@@ -13,8 +13,21 @@ use serde::Deserialize;
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spec {
-    /// `[label, expression]` pairs, evaluated once per row.
+    /// `[label, expression]` pairs, evaluated once per row; at least one.
+    #[serde(deserialize_with = "at_least_one")]
     pub columns: Vec<(String, String)>,
+}
+
+/// `columns = []` would make a table of run names only: refused at the key, as a table of
+/// no runs is.
+fn at_least_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(String, String)>, D::Error> {
+    let columns = Vec::<(String, String)>::deserialize(d)?;
+    if columns.is_empty() {
+        return Err(serde::de::Error::custom(
+            "a results table has no columns: give at least one, e.g. `columns = [[\"accuracy\", \"run.train.test.accuracy\"]]`",
+        ));
+    }
+    Ok(columns)
 }
 
 /// A run as expressions see it (`expr::run_value`): an ensemble is a run of several seeds.
