@@ -54,7 +54,8 @@ check: build
 # under Node, the PyTorch twin (python/) against the exported models and the engine's
 # training step, and every chapter's notebook executed (tests/python/), then the site in
 # headless Chromium; the fixture textbook (three parts, one
-# shared run) built and checked in print and in Chromium too; the guide (guide/book/)
+# shared run) built and checked in print and in Chromium too; live reload run in a page
+# (`serve` on an `init` book, edited once); the guide (guide/book/)
 # built with warnings denied; BENCHMARKS.md against bench/records/; the workflows, linted.
 # Without Chromium the browser checks fail, unless skipped by name: SKIP_BROWSER=1 make test
 # (never under CI), which the last line then reports as a skip.
@@ -63,12 +64,12 @@ twin-setup: setup
 	@tests/python/setup.sh --background
 
 test: twin-setup build
+	tests/pdf/setup.sh
 	$(CARGO) test --release --locked --workspace
 	$(BIN) numerics
 	$(BIN) check --deny-warnings
 	$(BIN) build --offline --quiet --deny-warnings
-	tests/pdf/setup.sh
-	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book --places td,answer,figcaption
+	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book --places td,answer,figcaption --twins 6
 	node --test tests/node/
 	tests/python/setup.sh
 	tests/python/run.sh
@@ -80,6 +81,7 @@ test: twin-setup build
 	python3 tests/pdf/check.py target/textbook/site target/textbook/book/claims.json --pages 5 --name textbook --places td,note,answer,figcaption
 	python3 tests/pdf/selftest.py target/textbook/site
 	SITE=target/textbook/site node --test tests/browser/textbook.check.mjs
+	BIN=$(BIN) node --test tests/browser/reload.check.mjs
 	scripts/build-guide.sh
 	python3 scripts/benchmarks.py --check
 	node tests/browser/lint-workflows.mjs .github/workflows/*.yml

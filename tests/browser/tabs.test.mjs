@@ -3,12 +3,12 @@
 // LISTINGS is how many tabbed listings the chapter page must have, NOTEBOOK=1 that it links
 // its notebook. The tabs must work from the keyboard (arrows, Home, End), keep one tab in
 // the Tab order, show exactly the selected panel, follow the reader's choice in every
-// listing, remember it on the next page, and pass axe in the chosen state.
+// listing, remember it on the chapter's other pages, and pass axe in the chosen state.
 
 import { test } from "node:test";
 import { browserSuite, CHECK_TIMEOUT_MS, checked, fail, opts } from "./harness.mjs";
 
-await browserSuite(async ({ BASE, CHAPTER, chapterPage, newContext, open, runAxe }) => {
+await browserSuite(async ({ BASE, CHAPTER, chapterPage, pages, newContext, open, runAxe }) => {
   const ctx = await newContext();
   const page = await open(ctx, CHAPTER);
 
@@ -43,6 +43,7 @@ await browserSuite(async ({ BASE, CHAPTER, chapterPage, newContext, open, runAxe
       if (l.selected.length !== 1 || l.tabbable.length !== 1 || l.selected[0] !== l.tabbable[0]) {
         fail(`${l.id}: selected ${l.selected}, in the Tab order ${l.tabbable}: want one, the same`);
       }
+      if (l.selected[0] !== l.labels[0]) fail(`${l.id}: "${l.selected[0]}" is selected on a first visit, not the first tab "${l.labels[0]}"`);
       if (l.shown.length !== 1 || l.shown[0] !== l.selected[0]) fail(`${l.id}: panels shown ${l.shown}, selected ${l.selected}`);
       if (l.code.some((n) => n === 0)) fail(`${l.id}: a panel without code`);
     }
@@ -85,6 +86,17 @@ await browserSuite(async ({ BASE, CHAPTER, chapterPage, newContext, open, runAxe
     if (!s.length) return "no tabbed listing to try";
     const chosen = s[0].labels.at(-1);
     await page.locator(`#${s[0].id} [role="tab"][data-label="${chosen}"]`).click();
+    // Another chapter's page: the choice is the reader's, not one page's.
+    const others = [];
+    for (const other of pages.filter((p) => p !== chapterPage)) {
+      const elsewhere = await open(ctx, BASE + other);
+      const listings = (await state(elsewhere)).filter((l) => l.labels.includes(chosen));
+      await elsewhere.close();
+      const wrong = listings.filter((l) => l.selected[0] !== chosen || l.shown[0] !== chosen);
+      if (wrong.length) fail(`on ${other}, ${wrong.map((l) => l.id).join(", ")} show ${wrong[0].selected}, not "${chosen}"`);
+      if (listings.length) others.push(`${other} (${listings.length})`);
+    }
+    if (!others.length) fail(`no other page of ${pages.join(", ")} has a listing with a "${chosen}" tab to remember it on`);
     const next = await open(ctx, CHAPTER);
     const again = await state(next);
     const wrong = again.filter((l) => l.labels.includes(chosen) && l.selected[0] !== chosen);
@@ -92,7 +104,7 @@ await browserSuite(async ({ BASE, CHAPTER, chapterPage, newContext, open, runAxe
     const violations = (await runAxe(next)).filter((v) => ["serious", "critical"].includes(v.impact));
     await next.close();
     if (violations.length) fail(`axe with "${chosen}" chosen: ${violations.map((v) => `${v.id} (${v.nodes.map((n) => n.target).join(", ")})`).join("; ")}`);
-    return `"${chosen}" shows in all ${again.length} listings on the next page; axe: no serious or critical violation`;
+    return `"${chosen}" shows in all ${again.length} listings on the page again and on ${others.join(", ")}; axe: no serious or critical violation`;
   }));
 
   test("notebook: the chapter links its notebook, and it is one", { timeout: CHECK_TIMEOUT_MS }, checked(async () => {

@@ -23,6 +23,7 @@ and renders its first pages to tests/artifacts/pdf-NAME-page-K.png for a person 
 Text is compared with whitespace, hyphens and quote styles ignored, since typesetting
 breaks lines, hyphenates words and curls quotes.
 """
+import html
 import json
 import pathlib
 import re
@@ -401,6 +402,36 @@ def page_problems(w: int, h: int, pix: bytes) -> list[str]:
     return out
 
 
+def twins_in_appendix(site: pathlib.Path, text: str, wanted: int | None) -> list[str]:
+    """The print edition's appendix of listings in other languages: its heading for each
+    language, and the longest lines of every twin the site shows in a tab (a twin prints
+    only there). `wanted`: how many twins the site must have."""
+    failures = []
+    twins = []
+    for page in sorted(site.glob("*.html")):
+        page_html = page.read_text(encoding="utf-8")
+        panels = re.finditer(r'role="tabpanel" id="[^"]*-panel-(\d+)"[^>]*data-label="([^"]*)">(.*?)</div>', page_html, re.S)
+        for m in panels:
+            if m.group(1) == "1":
+                continue
+            pre = re.search(r"<pre[^>]*>(.*?)</pre>", m.group(3), re.S)
+            code = html.unescape(re.sub(r"<[^>]+>", "", pre.group(1) if pre else ""))
+            lines = sorted((ln.strip() for ln in code.splitlines() if len(norm(ln)) >= 12), key=len, reverse=True)[:3]
+            if not lines:
+                failures.append(f"{page.name}: a {m.group(2)} tab without code")
+            twins.append((page.name, m.group(2), lines))
+    for label in sorted({label for _, label, _ in twins}):
+        if norm(f"The listings in {label}") not in text and norm("The listings in other languages") not in text:
+            failures.append(f"the PDF has no appendix of the listings in {label}")
+    lost = [(p, label, ln) for p, label, lines in twins for ln in lines if norm(ln) not in text]
+    lines = sum(len(ls) for _, _, ls in twins)
+    print(f"listings' twins in the appendix: {len(twins)}, their longest lines {lines - len(lost)} of {lines} found")
+    failures += [f"{p}: the {label} line `{ln}` is not in the PDF" for p, label, ln in lost]
+    if wanted is not None and len(twins) != wanted:
+        failures.append(f"the site shows {len(twins)} listings' twins; --twins asks for {wanted}")
+    return failures
+
+
 def main() -> int:
     args = sys.argv[1:]
     pages_min = 1
@@ -417,6 +448,11 @@ def main() -> int:
     if "--places" in args:
         k = args.index("--places")
         required_places = args[k + 1].split(",")
+        del args[k : k + 2]
+    twins_wanted: int | None = None
+    if "--twins" in args:
+        k = args.index("--twins")
+        twins_wanted = int(args[k + 1])
         del args[k : k + 2]
     site, claims_path = pathlib.Path(args[0]), pathlib.Path(args[1])
     failures: list[str] = []
@@ -513,16 +549,21 @@ def main() -> int:
     if not any(c.kind == "checked" for c in printed):
         failures.append("the site's pages print no checked figure to look for")
 
-    numbers = set()
+    numbers: set[str] = set()
+    exercises: set[str] = set()
     for page in sorted(site.glob("*.html")):
         html = page.read_text(encoding="utf-8")
         numbers |= set(re.findall(r'class="(?:fig|tab)-num">((?:Figure|Table) [A-Z0-9]+\.\d+)', html))
         numbers |= set(re.findall(r'class="eq-num">(\([A-Z0-9]+\.\d+\))<', html))
+        exercises |= set(re.findall(r'class="sec-num">(Exercise [A-Z0-9]+\.\d+)<', html))
+    numbers |= exercises
     missing = sorted(n for n in numbers if norm(n) not in text)
-    print(f"figure, table and equation numbers: {len(numbers) - len(missing)} of {len(numbers)} found")
+    print(f"figure, table, equation and exercise numbers: {len(numbers) - len(missing)} of {len(numbers)} found ({len(exercises)} exercises)")
     failures += [f"{n} is not in the PDF" for n in missing]
     if not numbers:
         failures.append("the site numbers no figure or table")
+
+    failures += twins_in_appendix(site, text, twins_wanted)
 
     outside = ink_outside_text_area(pdf, pages)
     print(f"pages whose ink leaves the text area (a figure or table too big for its page): {len(outside)}")

@@ -82,20 +82,35 @@ hundred of the elements whose gradient is rounding noise next to Adam's ε, abou
 the parameters: noise ``n`` moves Adam's first step by up to ``lr·n / (n + ε)``, about
 0.1·lr for the ~1e-9 of noise measured; Adam without bias correction is off by 2.2·Σlr)."""
 
+GRAD_NORM_TOL = 1e-4
+"""Largest relative difference between the engine's and the twin's global gradient norm,
+at every step (the norm clipping reads: two programs that sum in another order differ in
+its last bits, a fault of the loss or the model by far more)."""
+SGD_TOL = 1e-3
+"""Under SGD every parameter must be within 1e-3 of the engine's largest update: SGD moves
+a parameter by ``lr·g``, a small fraction of ``lr``, so ``MAX_TOL``'s units (Σlr) would let
+a whole update or more go wrong; there is no ε to amplify rounding noise either."""
+
 SEED = 0
 
 # The chapter's reference run (RunConfig::reference() in crates/revtx-spec), its
 # evaluation shrunk: evaluation runs after training and changes nothing about it.
+# Every value is written out, as the engine requires (a config has no defaults).
 REFERENCE = {
     "kind": "train",
     "model": {
         "vocab": 12, "positions": 25, "d_model": 64, "n_heads": 2, "n_layers": 2,
         "d_mlp": 256, "attn": {"scale": True, "softmax": "keys", "causal": True},
+        "position_encoding": "learned", "norm": "pre", "norm_kind": "layer",
+        "activation": "gelu",
     },
-    "data": {"min_len": 3, "max_len": 8, "targets": "answer", "random_offset": False},
+    "data": {"task": "reverse", "letters": 10, "min_len": 3, "max_len": 8,
+             "targets": "answer", "random_offset": False},
     "train": {
-        "steps": 1, "batch_size": 64, "lr": 0.003, "weight_decay": 0.01, "threads": 1,
-        "block": 250, "window": 25, "threshold": 0.01,
+        "steps": 1, "batch_size": 64, "lr": 0.003, "warmup": 0, "decay": "none",
+        "min_lr": 0.0, "weight_decay": 0.01, "optimizer": "adamw", "betas": [0.9, 0.999],
+        "eps": 1e-8, "momentum": 0.0, "clip": 0.0, "threads": 1, "block": 250,
+        "window": 25, "threshold": 0.01,
     },
     "eval": {
         "test_seed": 1000003, "test_size": 1, "test_min_len": 3, "test_max_len": 8,
@@ -188,13 +203,16 @@ TINY = {"model.d_model": 2, "model.n_heads": 1, "model.n_layers": 1, "model.d_ml
 
 
 def configure(changes: dict) -> dict:
-    """REFERENCE with ``changes`` (dotted keys, as a run block writes them) applied."""
+    """REFERENCE with ``changes`` (dotted keys, as a run block writes them) applied; a key
+    REFERENCE lacks is a mistake of the option, not a new field."""
     cfg = copy.deepcopy(REFERENCE)
     for dotted, value in changes.items():
         *path, key = dotted.split(".")
         node = cfg
         for part in path:
             node = node[part]
+        if key not in node:
+            raise KeyError(f"{dotted}: no such key in the engine's config")
         node[key] = value
     return cfg
 
@@ -203,9 +221,7 @@ def initial_config(cfg: dict) -> dict:
     """``cfg`` for one step at a rate of 1e-300: its weights are the initial ones."""
     init = copy.deepcopy(cfg)
     t = init["train"]
-    for key in ("warmup", "decay", "min_lr", "clip"):
-        t.pop(key, None)
-    t.update(steps=1, lr=1e-300)
+    t.update(steps=1, lr=1e-300, warmup=0, decay="none", min_lr=0.0, clip=0.0)
     return init
 
 
@@ -287,6 +303,8 @@ def compare(name: str, cfg: dict, start: tuple, end: tuple) -> dict:
         "parameters": flat.numel(),
         "max_param_diff": max(diffs.values()),
         "max_param_diff_over_lr": max(diffs.values()) / lr_sum,
+        "max_param_diff_over_update": max(diffs.values()) / moved,
+        "sgd": cfg["train"].get("optimizer") == "sgd",
         "bulk_param_diff_over_lr": bulk,
         "params_above_1e-3_lr": int((flat > 1e-3).sum()),
         "param_diffs": diffs,
@@ -304,6 +322,12 @@ def problems(c: dict) -> list[str]:
     if not c["bulk_param_diff_over_lr"] <= BULK_TOL:
         out.append(f"{BULK_SHARE:.0%} of the parameters are within only "
                    f"{c['bulk_param_diff_over_lr']:.1e}·Σlr (tolerance {BULK_TOL}·Σlr)")
+    if not c["grad_norm_rel_diff"] <= GRAD_NORM_TOL:
+        out.append(f"the gradient norm differs by {c['grad_norm_rel_diff']:.2e} relative "
+                   f"(tolerance {GRAD_NORM_TOL})")
+    if c["sgd"] and not c["max_param_diff_over_update"] <= SGD_TOL:
+        out.append(f"a parameter differs by {c['max_param_diff_over_update']:.2e} of the engine's "
+                   f"largest update (tolerance {SGD_TOL} under SGD)")
     if not c["max_param_diff_over_lr"] <= MAX_TOL:
         out.append(f"a parameter differs by {c['max_param_diff']:.2e} = "
                    f"{c['max_param_diff_over_lr']:.3f}·Σlr (tolerance {MAX_TOL}·Σlr)")
@@ -366,6 +390,8 @@ class StepTest(unittest.TestCase):
             "bulk_share": BULK_SHARE,
             "bulk_tolerance_over_lr_sum": BULK_TOL,
             "max_tolerance_over_lr_sum": MAX_TOL,
+            "grad_norm_tolerance_relative": GRAD_NORM_TOL,
+            "sgd_tolerance_over_update": SGD_TOL,
             "seconds": round(cls.seconds, 1),
             "options": list(cls.figures.values()),
             "schedules": cls.schedules,
