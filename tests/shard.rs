@@ -80,6 +80,17 @@ fn three_shards_merge_into_the_unsharded_site() {
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), 4, "each run in exactly one shard");
+    let chapters = plan["chapters"].as_array().unwrap();
+    assert_eq!(chapters.len(), 1, "{chapters:?}");
+    assert_eq!(
+        (
+            &chapters[0]["runs"],
+            &chapters[0]["to_train"],
+            &chapters[0]["measured"]
+        ),
+        (&4.into(), &4.into(), &0.into()),
+        "{chapters:?}"
+    );
 
     // Each shard in its own process and cache directory.
     let mut shard_dirs = Vec::new();
@@ -117,6 +128,21 @@ fn three_shards_merge_into_the_unsharded_site() {
         run(&mut c);
         root.join(site)
     };
+    // Once trained, each chapter's runs carry what they took.
+    let plan = run(book_bin()
+        .args(["plan", "--root", &r, "--json", "--cache"])
+        .arg(&merged));
+    let plan: serde_json::Value = serde_json::from_str(&plan).unwrap();
+    let chapter = &plan["chapters"][0];
+    assert_eq!(
+        (&chapter["to_train"], &chapter["measured"]),
+        (&0.into(), &4.into()),
+        "{chapter}"
+    );
+    assert!(
+        chapter["measured_seconds"].as_f64().unwrap() > 0.0,
+        "{chapter}"
+    );
     let sharded = build(&merged, "site-sharded", true);
     // Unsharded: one build trains everything into one cache.
     let single = build(&root.join("single"), "site-single", false);

@@ -45,6 +45,22 @@ pub struct ShardJob {
     pub seconds: f64,
 }
 
+/// One chapter's training: the distinct (config, seed)s it declares (a key shared with an
+/// earlier chapter counts there), their estimated cost on this machine, and what the cached
+/// ones took when they were trained.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChapterCost {
+    /// The chapter's file name.
+    pub chapter: String,
+    pub runs: usize,
+    pub to_train: usize,
+    /// All of its runs, one after another, on one core of this machine.
+    pub estimated_seconds: f64,
+    /// The training seconds the cached ones recorded, and how many of its runs that covers.
+    pub measured_seconds: f64,
+    pub measured: usize,
+}
+
 /// The whole plan.
 #[derive(Clone, Debug, Serialize)]
 pub struct Plan {
@@ -60,6 +76,8 @@ pub struct Plan {
     pub critical_seconds: f64,
     /// The slowest shard's total.
     pub makespan_seconds: f64,
+    /// Each chapter's share, in book order.
+    pub chapters: Vec<ChapterCost>,
 }
 
 /// Whether a plan estimates seconds. The assignment to shards never needs it (it balances
@@ -89,6 +107,11 @@ pub fn plan(
     }
     let cached: std::collections::HashSet<&str> =
         resolved.done.iter().map(|(j, _)| j.key.as_str()).collect();
+    let measured: std::collections::HashMap<&str, f64> = resolved
+        .done
+        .iter()
+        .map(|(j, p)| (j.key.as_str(), p.result.env.train_seconds))
+        .collect();
     let (gflops, calibration) = match estimate {
         Estimate::Seconds => calibrate(&resolved, &opts.engine),
         Estimate::FlopsOnly => (f64::NAN, "not estimated".into()),
@@ -120,6 +143,7 @@ pub fn plan(
     let shards = balance(&todo, shards.max(1));
     let makespan_seconds = shards.iter().map(|s| s.seconds).fold(0.0, f64::max);
     out.sort_by_key(|p| (p.job.span.range.start, p.seed));
+    let chapters = chapter_costs(&book, sources, &out, &measured);
     Some(Plan {
         profile: opts.profile.id().into(),
         gflops,
@@ -129,7 +153,49 @@ pub fn plan(
         total_seconds,
         critical_seconds,
         makespan_seconds,
+        chapters,
     })
+}
+
+/// Each chapter's runs and their costs, in book order; a key counts once, in the first
+/// chapter that declares it.
+fn chapter_costs(
+    book: &parse::Book,
+    sources: &Sources,
+    runs: &[Planned],
+    measured: &std::collections::HashMap<&str, f64>,
+) -> Vec<ChapterCost> {
+    let mut seen = std::collections::HashSet::new();
+    book.chapters
+        .iter()
+        .map(|ch| {
+            let mut c = ChapterCost {
+                chapter: sources
+                    .path(ch.file)
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+                runs: 0,
+                to_train: 0,
+                estimated_seconds: 0.0,
+                measured_seconds: 0.0,
+                measured: 0,
+            };
+            let here = runs
+                .iter()
+                .filter(|p| p.job.span.file == ch.file && seen.insert(p.key.clone()));
+            for p in here {
+                c.runs += 1;
+                c.to_train += usize::from(!p.cached);
+                c.estimated_seconds += p.seconds;
+                if let Some(s) = measured.get(p.key.as_str()) {
+                    c.measured_seconds += s;
+                    c.measured += 1;
+                }
+            }
+            c
+        })
+        .collect()
 }
 
 /// Longest first, each to the least loaded shard (ties: the lowest index). It balances

@@ -58,7 +58,8 @@ pub fn route(args: &[String]) -> Route {
         println!("{}", Request::command().render_long_help());
         return Route::Done(ExitCode::SUCCESS);
     }
-    if args.iter().any(|a| a == "--list") {
+    // Nothing asked, or the list: the engine's presets.
+    if args.is_empty() || args.iter().any(|a| a == "--list") {
         return Route::Engine;
     }
     let given_root = root_arg(args);

