@@ -70,14 +70,13 @@ pub fn route(args: &[String]) -> Route {
     ) {
         Ok(req) => req,
         Err(e) => {
-            // An engine option (`--seed`, `--steps`) on a preset, outside a book: the engine's.
+            // Outside a book, or a preset with the engine's options (`--seed`, `--steps`,
+            // `--seeds 0..5`): the engine's `run`, which says what it cannot take.
             let preset = args
                 .iter()
                 .find(|a| !a.starts_with('-'))
                 .is_some_and(|a| RunConfig::preset(a).is_some());
-            if !book_here && given_root.is_none()
-                || preset && e.kind() == clap::error::ErrorKind::UnknownArgument
-            {
+            if !book_here && given_root.is_none() || preset {
                 return Route::Engine;
             }
             let _ = e.print();
