@@ -45,7 +45,7 @@ enum Cmd {
         #[command(flatten)]
         common: Common,
         /// Output directory.
-        #[arg(long, default_value = "site")]
+        #[arg(long, default_value = revtx_book::book::outdir::BOOK_SITE)]
         out: PathBuf,
         /// Skip the print edition (the PDF), for a quicker draft.
         #[arg(long)]
@@ -147,7 +147,10 @@ fn main() -> ExitCode {
             cmd::build::report(&common, &opts, "check")
         }
         Cmd::Serve { common, port, pdf } => {
-            let mut opts = common.options(Some(PathBuf::from("site")), false);
+            let mut opts = common.options(
+                Some(PathBuf::from(revtx_book::book::outdir::BOOK_SITE)),
+                false,
+            );
             opts.pdf = pdf;
             cmd::serve::serve(opts, port)
         }

@@ -110,8 +110,6 @@ fn protected(root: &Path, caches: &[PathBuf]) -> Vec<(PathBuf, String, bool)> {
     out
 }
 
-/// Whether the tool may write its site into `out`, and what `out` holds now. A refusal is
-/// an `out-dir` error naming the folder; nothing has been touched.
 /// The folder `build` writes the book's own site to, under the project root.
 pub const BOOK_SITE: &str = "site";
 
@@ -134,6 +132,8 @@ pub fn refuse_book_site(root: &Path, out: &Path) -> Option<Diagnostic> {
     })
 }
 
+/// Whether the tool may write its site into `out`, and what `out` holds now. A refusal is
+/// an `out-dir` error naming the folder; nothing has been touched.
 pub fn check(root: &Path, caches: &[PathBuf], out: &Path) -> Result<OutState, Diagnostic> {
     let target = resolve(out);
     let refuse = |why: String| {

@@ -26,7 +26,10 @@ struct State {
 pub fn serve(mut opts: BuildOptions, port: u16) -> ExitCode {
     opts.live_reload = true;
     opts.runs.remember_verified = true;
-    let out = opts.out.clone().unwrap_or_else(|| opts.root.join("site"));
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| opts.root.join(revtx_book::book::outdir::BOOK_SITE));
     let state = Arc::new(State::default());
     rebuild(&opts, &state);
 

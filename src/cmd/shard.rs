@@ -101,6 +101,15 @@ fn make_plan(
     }
 }
 
+/// A text column as wide as its longest entry, and at least `least`.
+fn column_width<'a>(entries: impl Iterator<Item = &'a str>, least: usize) -> usize {
+    entries
+        .map(|e| e.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(least)
+}
+
 /// `revtx-book plan [--shards N] [--json]`.
 pub fn plan(args: &PlanArgs) -> ExitCode {
     let p = match make_plan(&args.common, args.shards, plan::Estimate::Seconds) {
@@ -115,13 +124,7 @@ pub fn plan(args: &PlanArgs) -> ExitCode {
         return why(&args.common, &p, args.run.as_deref());
     }
     // The run column as wide as the longest name, so that no name pushes its row out.
-    let w = p
-        .runs
-        .iter()
-        .map(|r| r.run.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(16);
+    let w = column_width(p.runs.iter().map(|r| r.run.as_str()), 16);
     println!(
         "{:<w$} {:>4}  {:<24} {:>7} {:>9} {:>8}",
         "run", "seed", "key", "cached", "GFLOP", "est. s"
@@ -160,13 +163,7 @@ pub fn plan(args: &PlanArgs) -> ExitCode {
         p.critical_seconds
     );
     // Each chapter's share: what an author adding runs to it sees growing.
-    let cw = p
-        .chapters
-        .iter()
-        .map(|c| c.chapter.chars().count())
-        .max()
-        .unwrap_or(0)
-        .max(7);
+    let cw = column_width(p.chapters.iter().map(|c| c.chapter.as_str()), 7);
     println!(
         "{:<cw$} {:>5} {:>9} {:>8} {:>11} {:>9}",
         "chapter", "runs", "to train", "est. s", "measured s", "measured"
