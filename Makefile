@@ -19,6 +19,10 @@ PDF_PAGES := 36
 # The site's pages the browser test must find (each page it has is checked).
 PAGES := chapter-1.html,chapter-2.html,chapter-3.html,appendix-a.html
 
+# About how many seconds of training (on two cores) `make test` spends retraining a rotating
+# shard of book/results/ and comparing it bit for bit: each commit audits the next shard.
+AUDIT_SECONDS := 120
+
 PREFIX ?= $(HOME)/.local
 
 .PHONY: install site test check setup build bench crosscheck browser textbook guide lint-workflows clean-site twin-setup
@@ -37,8 +41,8 @@ install: build
 	install -d $(PREFIX)/bin
 	install -m 755 target/release/revtx-book target/release/revtx-engine $(PREFIX)/bin/
 
-# Build the site into site/, with the print edition beside it (trains what the run cache
-# lacks; a machine whose numerics differ from the book's stops within seconds, before
+# Build the site into site/, with the print edition beside it (reads book/results/ and
+# trains only what it and the run cache lack; a machine whose numerics differ from the book's stops within seconds, before
 # training).
 site: build
 	$(BIN) build
@@ -48,8 +52,8 @@ check: build
 	$(BIN) check --deny-warnings
 
 # Unit and integration tests of every crate; this machine's numerics against the book's
-# fingerprint; a check of the real chapter with warnings denied (trains what the run cache
-# lacks); the site built from those runs, with its PDF: the PDF against the claims and the
+# fingerprint; a check of the real chapter with warnings denied (reads book/results/, and
+# trains only what it lacks); an audit of a rotating shard of book/results/; the site built from those runs, with its PDF: the PDF against the claims and the
 # site's numbering (poppler), the widget's JavaScript model against the engine's decodes
 # under Node, the PyTorch twin (python/) against the exported models and the engine's
 # training step, and every chapter's notebook executed (tests/python/), then the site in
@@ -68,6 +72,7 @@ test: twin-setup build
 	$(CARGO) test --release --locked --workspace
 	$(BIN) numerics
 	$(BIN) check --deny-warnings
+	$(BIN) audit --budget $(AUDIT_SECONDS) --quiet
 	$(BIN) build --offline --quiet --deny-warnings
 	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book --places td,answer,figcaption --twins 6
 	node --test tests/node/

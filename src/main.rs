@@ -87,6 +87,12 @@ enum Cmd {
     Train(cmd::shard::TrainArgs),
     /// Copy the verified entries of run caches into one, failing on conflicting entries.
     Merge(cmd::shard::MergeArgs),
+    /// Retrain results the book keeps (book.toml's `store`) and compare them bit for bit:
+    /// `--all`, `--runs IDS`, `--sample N` or `--budget SECONDS` (a rotating shard), or
+    /// `--shard I/N`.
+    Audit(cmd::audit::AuditArgs),
+    /// What the book's store keeps; `store prune` removes the results no run uses.
+    Store(cmd::audit::StoreArgs),
     /// Measure this machine's numerics fingerprint and compare it with the book's.
     Numerics {
         /// Project root (holding book/).
@@ -157,6 +163,8 @@ fn main() -> ExitCode {
         Cmd::Plan(args) => cmd::shard::plan(&args),
         Cmd::Train(args) => cmd::shard::train(&args),
         Cmd::Merge(args) => cmd::shard::merge(&args),
+        Cmd::Audit(args) => cmd::audit::audit(&args),
+        Cmd::Store(args) => cmd::audit::store(&args),
         Cmd::Bench(args) => cmd::bench::bench(&args),
         Cmd::Numerics { root, profile } => cmd::numerics::numerics(&root, profile),
         Cmd::Run { args } => run_engine(&args),

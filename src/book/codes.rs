@@ -124,6 +124,12 @@ codes! {
     Offline => "offline",
     /// Two caches hold different results under one key.
     CacheConflict => "cache-conflict",
+    /// A result kept with the book does not match its checksum: refused unread.
+    StoreCorrupt => "store-corrupt",
+    /// The store keeps a result no run of the book uses any more (`revtx-book store prune`).
+    UnusedResult => "unused-result",
+    /// A retrained result differs from the one kept with the book (`revtx-book audit`).
+    AuditMismatch => "audit-mismatch",
     /// The build was interrupted (Ctrl-C, SIGTERM).
     Interrupted => "interrupted",
 

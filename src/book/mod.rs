@@ -23,6 +23,7 @@
     reason = "KaTeX, CommonMark, TOML and the like are names in prose, not code"
 )]
 
+pub mod audit;
 mod bless;
 pub mod cite;
 pub mod claims;
@@ -43,6 +44,7 @@ pub mod runs;
 pub mod site;
 pub mod sitefiles;
 pub mod spikes;
+pub mod store;
 pub mod tables;
 pub mod theme;
 pub mod weights;
@@ -152,11 +154,27 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     // A book with broken directives is not worth hours of training: only cached runs then.
     let mut run_opts = opts.runs.clone();
     run_opts.offline |= o.errors() > 0;
+    if let Some((store, at)) = book.store.as_ref().filter(|_| !opts.runs.ignore_store) {
+        run_opts.store = Some(store.clone());
+        // A shifted build's runs are not the book's, and a native result is this machine's.
+        run_opts.store_write = opts.seed_shift == 0 && opts.runs.profile.comparable();
+        if opts.seed_shift == 0 && o.errors() == 0 {
+            o.diags
+                .extend(store::unused(store, at, &plans, opts.runs.profile));
+        }
+    }
     let t = Instant::now();
     let resolved = runs::resolve(&plans, &run_opts);
-    if !resolved.conflicts.is_empty() {
+    if !resolved.conflicts.is_empty() || !resolved.corrupt.is_empty() {
         o.diags.extend(runs::conflict_diagnostics(&resolved));
+        o.diags.extend(runs::corrupt_diagnostics(&resolved));
         return;
+    }
+    if let (Some(store), n @ 1..) = (&run_opts.store, resolved.from_store) {
+        o.run_report.push(format!(
+            "store: {n} result(s) read from {}",
+            store.dir.display()
+        ));
     }
 
     // Before anything trains: does this machine compute the book's bits?

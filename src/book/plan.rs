@@ -100,6 +100,10 @@ pub fn plan(
 ) -> Option<Plan> {
     let book = parse::load(root, sources, diags)?;
     let plans = runs::plan(&book, sources, diags);
+    // What the store keeps counts as cached: a build takes it from there.
+    let mut opts = opts.clone();
+    opts.store = book.store.as_ref().map(|(s, _)| s.clone());
+    let opts = &opts;
     let resolved = runs::resolve(&plans, opts);
     if !resolved.conflicts.is_empty() {
         diags.extend(runs::conflict_diagnostics(&resolved));
@@ -281,6 +285,7 @@ mod tests {
                     file: 0,
                     range: 0..0,
                 },
+                weights: false,
             },
         }
     }

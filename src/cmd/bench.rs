@@ -342,6 +342,7 @@ fn cold(args: &BenchArgs, peak: f64, peak_avx2: f64) -> ExitCode {
             timeout: Duration::from_hours(2),
             engine: runs::engine_path(),
             quiet: true,
+            ignore_store: true,
             ..Default::default()
         },
         bless: false,

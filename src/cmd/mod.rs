@@ -1,6 +1,7 @@
 //! The command line: one file per command. Each turns its arguments into the library's
 //! options, runs a stage of `book` (or the engine binary) and reports; nothing else.
 
+pub mod audit;
 pub mod bench;
 pub mod build;
 pub mod init;
@@ -107,6 +108,10 @@ impl Common {
                 quiet: self.quiet,
                 profile: self.profile,
                 remember_verified: false,
+                // The book names its store (book.toml's `store`); the build reads it.
+                store: None,
+                store_write: false,
+                ignore_store: false,
             },
             root,
             bless,

@@ -49,7 +49,7 @@ pub struct MergeArgs {
     from: Vec<PathBuf>,
 }
 
-fn parse_shard(s: &str) -> Result<(usize, usize), String> {
+pub fn parse_shard(s: &str) -> Result<(usize, usize), String> {
     let (i, n) = s
         .split_once('/')
         .ok_or("write the shard as i/N, e.g. 2/4")?;

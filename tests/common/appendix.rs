@@ -151,6 +151,9 @@ const PRODUCED_ELSEWHERE: &[(Code, &str, &str)] = &[
     (Code::UnknownRun, "tests/codes.rs", "unknown_run"),
     (Code::Offline, "tests/codes.rs", "offline"),
     (Code::CacheConflict, "tests/codes.rs", "cache_conflict"),
+    (Code::StoreCorrupt, "tests/store.rs", "store_corrupt"),
+    (Code::UnusedResult, "tests/store.rs", "unused_result"),
+    (Code::AuditMismatch, "tests/store.rs", "audit_mismatch"),
     (
         Code::Interrupted,
         "tests/interrupt.rs",

@@ -73,7 +73,7 @@ pub fn checksum(dir: &Path) -> Option<String> {
 }
 
 /// blake3 over a result's and its weights' bytes, as `checksum` reads them.
-fn checksum_of(result: &[u8], weights: Option<&[u8]>) -> String {
+pub fn checksum_of(result: &[u8], weights: Option<&[u8]>) -> String {
     let mut h = blake3::Hasher::new();
     h.update(RESULT_FILE.as_bytes());
     h.update(result);
@@ -82,6 +82,11 @@ fn checksum_of(result: &[u8], weights: Option<&[u8]>) -> String {
         h.update(w);
     }
     h.finalize().to_hex().to_string()
+}
+
+/// Whether the entry at `dir` keeps its trained weights.
+pub fn has_weights(dir: &Path) -> bool {
+    dir.join(WEIGHTS_FILE).is_file()
 }
 
 /// Whether `dir` holds a complete entry whose checksum matches its content.
@@ -119,9 +124,9 @@ pub fn load(
     {
         return Err("cache entry is for another config".into());
     }
-    if r.config.kind == crate::experiments::RunKind::Train && weights.is_none() {
-        return Err("cache entry lacks its weights".into());
-    }
+    // A training run's weights may be left out (the book's store keeps them only where
+    // something reads them): the checksum says whether they were, and a caller that needs
+    // them asks `has_weights`.
     Ok(r)
 }
 

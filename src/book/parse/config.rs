@@ -55,6 +55,11 @@ pub struct BookConfig {
     /// How a chapter's notebook (```` ```notebook run ````) is written.
     #[serde(default)]
     pub notebook: Option<NotebookConfig>,
+    /// The results kept with the book: a folder relative to `book/` (e.g. `"results"`), one
+    /// compressed, checksummed file per run and seed. A build reads it before it trains and
+    /// writes what it trains into it; `revtx-book audit` retrains entries and compares.
+    #[serde(default)]
+    pub store: Option<toml::Spanned<String>>,
 }
 
 /// `[notebook]` in book.toml: the template every chapter's notebook is rendered from, and

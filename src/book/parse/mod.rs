@@ -167,6 +167,8 @@ pub struct Book {
     pub chapters: Vec<Chapter>,
     /// The works the chapters cite, if the book has a bibliography.
     pub bibliography: Option<crate::book::cite::Bibliography>,
+    /// The results kept with the book (book.toml's `store`), and where book.toml names it.
+    pub store: Option<(crate::book::store::Store, Span)>,
 }
 
 /// Reads `root/book/book.toml` and every chapter, collecting diagnostics.
@@ -236,12 +238,51 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
         crate::book::cite::check(bibliography.as_ref(), &chapters, diags);
     }
     reserved_ids(&chapters, &config, sources, diags);
+    let store = store_of(root, &config, file, diags);
     Some(Book {
         root: root.to_path_buf(),
         config,
         chapters,
         bibliography,
+        store,
     })
+}
+
+/// The folder book.toml's `store` names: relative to `book/` and inside it, however it is
+/// spelt (a link out of the book is refused, as for every file book.toml names).
+fn store_of(
+    root: &Path,
+    config: &BookConfig,
+    file: FileId,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<(crate::book::store::Store, Span)> {
+    let rel = config.store.as_ref()?;
+    let at = Span {
+        file,
+        range: rel.span(),
+    };
+    let book_dir = root.join("book");
+    let inside = config::book_file(&book_dir, rel.get_ref()).and_then(|(path, _)| {
+        let empty = rel.get_ref().trim_matches(['.', '/']).is_empty();
+        if empty || path.is_file() {
+            return Err("it must name a folder of its own inside book/");
+        }
+        Ok(path)
+    });
+    match inside {
+        Ok(path) => Some((crate::book::store::Store::new(path), at)),
+        Err(why) => {
+            diags.push(
+                Diagnostic::error(
+                    Code::FileOutside,
+                    Some(at),
+                    format!("refusing the store `{}`: {why}", rel.get_ref()),
+                )
+                .hint("name a folder inside book/, relative to it, e.g. `store = \"results\"`"),
+            );
+            None
+        }
+    }
 }
 
 /// Reads and parses the chapters `book.toml` (source `file`) lists, in order: each inside

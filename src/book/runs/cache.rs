@@ -4,6 +4,7 @@
 use super::{jobs, Job, Produced, RunOptions, RunPlan};
 use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
+use crate::book::store::{Store, StoreError};
 use revtx_spec::entry::{self};
 use revtx_spec::profile::Profile;
 use revtx_spec::result::RunResult;
@@ -82,6 +83,10 @@ pub struct Resolved {
     pub report: Vec<String>,
     /// Two caches disagree about a key: loud errors, one per key.
     pub conflicts: Vec<(Job, entry::Conflict)>,
+    /// Stored results that do not verify: refused unread, one error per key.
+    pub corrupt: Vec<(Job, String)>,
+    /// How many entries came from the store (unpacked into the cache).
+    pub from_store: usize,
 }
 
 impl RunOptions {
@@ -93,9 +98,18 @@ impl RunOptions {
     }
 }
 
-/// Looks every planned (run, seed) up in the caches. Jobs that share a cache key (one
-/// config and seed declared under two run ids) are decided together: cached for all, or
-/// trained once for all.
+/// What looking a key up found.
+enum Looked {
+    Found(PathBuf, Box<RunResult>, bool),
+    Missing(String),
+    Conflict(entry::Conflict),
+    Corrupt(String),
+}
+
+/// Looks every planned (run, seed) up in the caches, then in the store (unpacking what it
+/// holds into the cache). Jobs that share a cache key (one config and seed declared under
+/// two run ids) are decided together: cached for all, or trained once for all. An entry
+/// without weights does not do for a job whose weights something reads.
 pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
     let caches = opts.caches();
     let mut r = Resolved {
@@ -103,6 +117,8 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
         todo: Vec::new(),
         report: Vec::new(),
         conflicts: Vec::new(),
+        corrupt: Vec::new(),
+        from_store: 0,
     };
     let all = jobs(plans, opts.profile);
     let mut keys: Vec<&str> = Vec::new();
@@ -111,6 +127,7 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
             keys.push(&job.key);
         }
     }
+    let stored = opts.store.as_ref().map(Store::keys).unwrap_or_default();
     // Reading and verifying an entry (its result parsed, its weights hashed) is most of a
     // warm build's time with the runs: the keys are looked up on every core.
     let looked_up = lookup_all(&keys, |key| {
@@ -118,32 +135,70 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
         let first = same[0];
         let forced = opts.rerun_all || same.iter().any(|j| opts.rerun.contains(&j.run));
         if forced {
-            Err(entry::FindError::Invalid("--rerun asked for it".into()))
-        } else {
-            find_remembered(&caches, key, first, opts)
+            return Looked::Missing("--rerun asked for it".into());
+        }
+        let why = match find_remembered(&caches, key, first, opts) {
+            Ok((dir, result)) => return Looked::Found(dir, Box::new(result), false),
+            Err(entry::FindError::Conflict(c)) => return Looked::Conflict(c),
+            Err(entry::FindError::Invalid(why)) => why,
+        };
+        let Some(store) = opts.store.as_ref().filter(|_| stored.contains(key)) else {
+            return Looked::Missing(why);
+        };
+        let runs = opts.cache_dir.join("runs");
+        match store.unpack(key, &runs) {
+            Ok(dir) => match load_entry(&dir, first, opts.profile) {
+                Ok(result) => Looked::Found(dir, Box::new(result), true),
+                Err(e) => Looked::Corrupt(format!(
+                    "{}: it verifies but is not this run's result ({e})",
+                    store.path(key).display()
+                )),
+            },
+            Err(StoreError::Corrupt(e)) => Looked::Corrupt(e),
+            Err(e) => Looked::Missing(e.to_string()),
         }
     });
     for (key, found) in keys.into_iter().zip(looked_up) {
         let same: Vec<&Job> = all.iter().filter(|j| j.key == key).collect();
         let first = same[0];
         match found {
-            Ok((dir, result)) => {
+            Looked::Found(dir, _, _)
+                if same.iter().any(|j| j.weights) && !entry::has_weights(&dir) =>
+            {
+                // Kept without weights, and something now reads them: train it again. The
+                // weightless entry goes, or the new one would be kept out as a duplicate.
+                if dir.starts_with(&opts.cache_dir) {
+                    let _ = std::fs::remove_dir_all(&dir);
+                }
+                let why =
+                    "its weights are read (a widget, figure or table), and its entry keeps none";
+                r.todo
+                    .extend(same.into_iter().map(|j| (j.clone(), why.to_string())));
+            }
+            Looked::Found(dir, result, from_store) => {
+                r.from_store += usize::from(from_store);
                 for job in same {
+                    let whence = if from_store {
+                        "from the store"
+                    } else {
+                        "cached"
+                    };
                     r.report
-                        .push(format!("{} seed {}: cached", job.run, job.seed));
+                        .push(format!("{} seed {}: {whence}", job.run, job.seed));
                     let produced = Produced {
-                        result: result.clone(),
+                        result: (*result).clone(),
                         dir: dir.clone(),
                         cached: true,
                     };
                     r.done.push((job.clone(), produced));
                 }
             }
-            Err(entry::FindError::Invalid(why)) => {
+            Looked::Missing(why) => {
                 r.todo
                     .extend(same.into_iter().map(|j| (j.clone(), why.clone())));
             }
-            Err(entry::FindError::Conflict(c)) => r.conflicts.push((first.clone(), c)),
+            Looked::Conflict(c) => r.conflicts.push((first.clone(), c)),
+            Looked::Corrupt(why) => r.corrupt.push((first.clone(), why)),
         }
     }
     r
@@ -170,6 +225,23 @@ fn lookup_all<T: Send>(keys: &[&str], find: impl Fn(&str) -> T + Sync) -> Vec<T>
             .flat_map(|h| h.join().expect("a cache lookup thread panicked"))
             .collect()
     })
+}
+
+/// One error per stored result that does not verify: refused unread, never trained over.
+pub fn corrupt_diagnostics(resolved: &Resolved) -> Vec<Diagnostic> {
+    resolved
+        .corrupt
+        .iter()
+        .map(|(job, why)| {
+            Diagnostic::error(
+                Code::StoreCorrupt,
+                Some(job.span.clone()),
+                format!("run `{}` seed {}: its stored result is refused", job.run, job.seed),
+            )
+            .note(why.clone())
+            .hint("restore the file from git (`git checkout -- <file>`), or delete it to train the run again")
+        })
+        .collect()
 }
 
 /// One diagnostic per conflicting key: the caches were filled under different numerics.

@@ -17,7 +17,7 @@ mod pool;
 mod process;
 mod resolve;
 
-pub use cache::{conflict_diagnostics, load_entry, resolve, Resolved};
+pub use cache::{conflict_diagnostics, corrupt_diagnostics, load_entry, resolve, Resolved};
 pub use pool::{execute, run_jobs};
 pub use process::{engine_path, stop_engines, INTERRUPTED};
 pub use resolve::{jobs, plan};
@@ -37,6 +37,8 @@ pub struct RunPlan {
     pub config: RunConfig,
     pub seeds: Vec<u64>,
     pub span: Span,
+    /// Which seeds' weights something in the book reads (the store keeps only those).
+    pub weights: Option<crate::book::store::WeightsRead>,
 }
 
 /// One (run, seed) to produce.
@@ -47,6 +49,8 @@ pub struct Job {
     pub config: RunConfig,
     pub key: String,
     pub span: Span,
+    /// Something in the book reads this seed's weights: an entry without them will not do.
+    pub weights: bool,
 }
 
 /// Options of the run stage.
@@ -79,6 +83,15 @@ pub struct RunOptions {
     /// are unchanged (see `VERIFIED`): for `serve`, which rebuilds after every edit. A
     /// single build reads each entry once anyway.
     pub remember_verified: bool,
+    /// The results kept with the book (book.toml's `store`): read after the caches, before
+    /// anything trains.
+    pub store: Option<crate::book::store::Store>,
+    /// Write into `store` what it lacks (not for a seed-shifted build, nor for results a
+    /// numeric profile keys on this machine).
+    pub store_write: bool,
+    /// Read no store, whatever the book names: what trains from nothing (the cold bench,
+    /// the audit) must not find its results there.
+    pub ignore_store: bool,
 }
 
 /// A finished (run, seed).

@@ -5,6 +5,7 @@ use super::process::{run_one, sweep_stale_requests, STALE_REQUEST};
 use super::{Job, Produced, Resolved, Results, RunOptions, RunPlan, INTERRUPTED};
 use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
+use crate::book::store::Store;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -65,6 +66,9 @@ pub fn execute(
             done.push((job.clone(), produced.clone()));
         }
     }
+    if let Some(store) = opts.store.as_ref().filter(|_| opts.store_write) {
+        keep(store, &done, &mut results.report, diags);
+    }
     for p in &plans {
         let mut v: Vec<Produced> = Vec::new();
         for &seed in &p.seeds {
@@ -78,6 +82,50 @@ pub fn execute(
     }
     results.plans = plans;
     results
+}
+
+/// Writes into the store every result it lacks, with its weights where something reads
+/// them (and without them where nothing does any more).
+fn keep(
+    store: &Store,
+    done: &[(Job, Produced)],
+    report: &mut Vec<String>,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let mut seen = std::collections::HashSet::new();
+    let (mut kept, mut bytes) = (0, 0);
+    for (job, produced) in done {
+        if !seen.insert(job.key.as_str()) {
+            continue;
+        }
+        let weights = done.iter().any(|(j, _)| j.key == job.key && j.weights);
+        if store.has_weights(&job.key) == Some(weights) {
+            continue;
+        }
+        match store.put(&job.key, &produced.dir, weights) {
+            Ok(n) => {
+                kept += 1;
+                bytes += n;
+            }
+            Err(e) => diags.push(
+                Diagnostic::error(
+                    Code::Io,
+                    Some(job.span.clone()),
+                    format!(
+                        "run `{}` seed {}: cannot keep its result in the store",
+                        job.run, job.seed
+                    ),
+                )
+                .label(e.to_string()),
+            ),
+        }
+    }
+    if kept > 0 {
+        report.push(format!(
+            "store: kept {kept} result(s), {bytes} bytes, in {}",
+            store.dir.display()
+        ));
+    }
 }
 
 /// What the workers of [`run_jobs`] report.

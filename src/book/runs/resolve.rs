@@ -13,6 +13,7 @@ use revtx_spec::profile::Profile;
 /// or an earlier run of the book.
 pub fn plan(book: &Book, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
     let mut plans: Vec<RunPlan> = Vec::new();
+    let read = crate::book::store::weights_read(book, sources);
     for ch in &book.chapters {
         for d in ch.directives() {
             let Directive::Run { id, spec } = &d.node else {
@@ -95,6 +96,7 @@ pub fn plan(book: &Book, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Vec<
                         config,
                         seeds: spec.seed_list(),
                         span: d.span.clone(),
+                        weights: read.get(id.as_str()).copied(),
                     });
                 }
                 Err(e) => diags.push(unfit(sources, &d.span, id, spec, &base, e)),
@@ -180,12 +182,13 @@ pub fn jobs(plans: &[RunPlan], profile: Profile) -> Vec<Job> {
     plans
         .iter()
         .flat_map(|p| {
-            p.seeds.iter().map(|&seed| Job {
+            p.seeds.iter().enumerate().map(|(i, &seed)| Job {
                 run: p.id.clone(),
                 seed,
                 config: p.config.clone(),
                 key: entry::key(&p.config, seed, profile, crate::ENGINE),
                 span: p.span.clone(),
+                weights: p.weights.is_some_and(|w| w.reads(i)),
             })
         })
         .collect()
