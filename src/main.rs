@@ -93,6 +93,9 @@ enum Cmd {
     Audit(cmd::audit::AuditArgs),
     /// What the book's store keeps; `store prune` removes the results no run uses.
     Store(cmd::audit::StoreArgs),
+    /// What changed between two editions of the book (default: the last `[[editions]]`
+    /// entry and the book as it is), claim by claim, with why; `--save` keeps a record.
+    Changes(cmd::changes::ChangesArgs),
     /// Measure this machine's numerics fingerprint and compare it with the book's.
     Numerics {
         /// Project root (holding book/).
@@ -165,6 +168,7 @@ fn main() -> ExitCode {
         Cmd::Merge(args) => cmd::shard::merge(&args),
         Cmd::Audit(args) => cmd::audit::audit(&args),
         Cmd::Store(args) => cmd::audit::store(&args),
+        Cmd::Changes(args) => cmd::changes::changes(&args),
         Cmd::Bench(args) => cmd::bench::bench(&args),
         Cmd::Numerics { root, profile } => cmd::numerics::numerics(&root, profile),
         Cmd::Run { args } => run_engine(&args),

@@ -130,6 +130,8 @@ codes! {
     UnusedResult => "unused-result",
     /// A retrained result differs from the one kept with the book (`revtx-book audit`).
     AuditMismatch => "audit-mismatch",
+    /// An edition book.toml lists cannot be read (no such revision, no record, both).
+    Edition => "edition",
     /// The build was interrupted (Ctrl-C, SIGTERM).
     Interrupted => "interrupted",
 

@@ -29,6 +29,7 @@ pub mod cite;
 pub mod claims;
 pub mod codes;
 pub mod diag;
+pub mod editions;
 pub mod export;
 pub mod expr;
 pub mod figures;
@@ -246,10 +247,11 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
         diag::deny_warnings(&mut o.diags, diag::Deny::Text);
     }
 
-    let pdf = print_stage(opts, o, &book, &results, &chapters);
+    let claims_json = serde_json::to_string_pretty(&claims).unwrap_or_default() + "\n";
+    let changes = editions_stage(opts, o, &book, &results, &claims_json);
+    let pdf = print_stage(opts, o, &book, &results, &chapters, changes.as_ref());
 
     let t = Instant::now();
-    let claims_json = serde_json::to_string_pretty(&claims).unwrap_or_default() + "\n";
     if let (Some(out), 0) = (&opts.out, o.errors()) {
         let ctx = site::SiteContext {
             book: &book,
@@ -258,6 +260,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
             claims_json: &claims_json,
             live_reload: opts.live_reload,
             pdf: pdf.as_ref(),
+            changes: changes.as_ref(),
         };
         write_stage(opts, o, out, &ctx);
     } else if opts.out.is_none() && o.errors() == 0 && opts.seed_shift == 0 {
@@ -329,6 +332,58 @@ fn out_refused(opts: &BuildOptions, o: &mut Outcome) -> bool {
     }
 }
 
+/// What changed since the edition book.toml lists last, for a build that writes a site
+/// (not a seed-shifted one, whose numbers are other seeds'): `None` without editions.
+fn editions_stage(
+    opts: &BuildOptions,
+    o: &mut Outcome,
+    book: &parse::Book,
+    results: &runs::Results,
+    claims_json: &str,
+) -> Option<editions::Changes> {
+    if opts.out.is_none() || opts.seed_shift != 0 || o.errors() > 0 {
+        return None;
+    }
+    let t = Instant::now();
+    let previous = match editions::previous(&opts.root, &book.editions)? {
+        Ok(r) => r,
+        Err(d) => {
+            o.diags.push(d);
+            return None;
+        }
+    };
+    let this = editions::record::of_book(
+        "this edition",
+        book,
+        &o.sources,
+        claims_json,
+        &results.plans,
+        (crate::ENGINE.code, opts.runs.profile.id()),
+    );
+    o.timings.push(("editions", t.elapsed()));
+    match this {
+        Ok(this) => {
+            let c = editions::compare(&previous, &this);
+            o.run_report.push(format!(
+                "changes: against {}, {} changed, {} appeared, {} disappeared",
+                c.from,
+                c.changed.len(),
+                c.appeared.len(),
+                c.disappeared.len()
+            ));
+            Some(c)
+        }
+        Err(why) => {
+            o.diags.push(Diagnostic::error(
+                Code::Edition,
+                None,
+                format!("this edition: {why}"),
+            ));
+            None
+        }
+    }
+}
+
 /// The print edition's file name and bytes (typeset now, or from the cache), for a build
 /// that writes a site, asks for the PDF and has no errors; it runs before anything is
 /// written, so a PDF is never out of step with its site. Problems are diagnostics, and
@@ -339,12 +394,14 @@ fn print_stage(
     book: &parse::Book,
     results: &runs::Results,
     chapters: &[RenderedChapter],
+    changes: Option<&editions::Changes>,
 ) -> Option<(String, Vec<u8>)> {
     if opts.out.is_none() || !opts.pdf || o.errors() > 0 {
         return None;
     }
     let t = Instant::now();
-    let edition = print::edition(book, results, chapters, &mut o.diags);
+    let with = changes.map(|c| (&o.sources, c));
+    let edition = print::edition_with(book, results, chapters, with, &mut o.diags);
     let typeset = edition.map(|e| print::typeset(&e, &opts.runs.cache_dir, &o.sources));
     o.timings.push(("print", t.elapsed()));
     match typeset? {

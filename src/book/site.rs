@@ -55,6 +55,8 @@ pub struct SiteContext<'a> {
     pub live_reload: bool,
     /// The print edition: its file name and bytes, if it was typeset.
     pub pdf: Option<&'a (String, Vec<u8>)>,
+    /// What changed since the book's last listed edition, when it lists one.
+    pub changes: Option<&'a super::editions::Changes>,
 }
 
 /// Writes `bytes` to `path` through a temp file and a rename.
@@ -103,6 +105,10 @@ pub fn write(
 }
 
 /// Every file of the site, rendered.
+#[allow(
+    clippy::too_many_lines,
+    reason = "the site's pages in order, read top to bottom; what each shows is a function of its own"
+)]
 pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
     let env = templates(root)?;
     let mut files = Files::default();
@@ -117,6 +123,13 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
             .map(|c| (c.title.clone(), c.slug.clone(), c.toc.as_slice())),
     );
     nav.push(("Runs".to_string(), "runs.html".to_string(), none));
+    if ctx.changes.is_some() {
+        nav.push((
+            "Changes in this edition".to_string(),
+            CHANGES_PAGE.to_string(),
+            none,
+        ));
+    }
     let generated = build_time();
     let with_widget = widget_pages(book);
     let page = |title: &str,
@@ -186,8 +199,9 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
 
     // Runs appendix and downloads.
     let runs_view = downloads(ctx.results, &mut files);
+    let costs = chapter_costs(ctx);
     let runs_html = env.get_template("runs.html")?.render(
-        context! { runs => runs_view, libtorch => ENGINE.libtorch, fingerprint => ENGINE.code },
+        context! { runs => runs_view, costs => costs, libtorch => ENGINE.libtorch, fingerprint => ENGINE.code },
     )?;
     let runs_toc: Vec<render::TocEntry> = ctx
         .results
@@ -203,6 +217,15 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
         "runs.html",
         page("Runs", "runs.html", "runs", runs_html, &runs_toc)?,
     );
+
+    // What changed since the last edition.
+    if let Some(c) = ctx.changes {
+        let (toc, html) = changes_page(c);
+        files.bytes(
+            CHANGES_PAGE,
+            page("Changes in this edition", CHANGES_PAGE, "runs", html, &toc)?,
+        );
+    }
 
     // The widget's models, when the book has a widget.
     let models = widget_models(book);
@@ -231,6 +254,69 @@ fn static_files(root: &Path, files: &mut Files) -> Result<()> {
     }
     Ok(())
 }
+
+/// Each chapter's training, for the Runs appendix: its distinct runs (a key shared with an
+/// earlier chapter counts there), their cost estimated from their FLOPs at the median speed
+/// of the book's training runs, and the seconds they took when they were trained.
+fn chapter_costs(ctx: &SiteContext) -> Vec<minijinja::Value> {
+    let results = ctx.results;
+    let mut rates: Vec<f64> = Vec::new();
+    for p in &results.plans {
+        let flop = p.config.flop();
+        for r in results.by_run.get(&p.id).into_iter().flatten() {
+            if flop > 0.0 && r.result.env.train_seconds > 0.0 {
+                rates.push(flop / r.result.env.train_seconds);
+            }
+        }
+    }
+    rates.sort_by(f64::total_cmp);
+    let rate = rates.get(rates.len() / 2).copied();
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (ch, rendered) in ctx.book.chapters.iter().zip(ctx.chapters) {
+        let (mut runs, mut estimated, mut measured) = (0usize, 0.0f64, 0.0f64);
+        for p in results.plans.iter().filter(|p| p.span.file == ch.file) {
+            for r in results.by_run.get(&p.id).into_iter().flatten() {
+                if !seen.insert(r.dir.clone()) {
+                    continue;
+                }
+                runs += 1;
+                measured += r.result.env.train_seconds;
+                estimated += rate.map_or(0.0, |rate| p.config.flop() / rate);
+            }
+        }
+        if runs > 0 {
+            out.push(context! {
+                chapter => &rendered.title,
+                href => &rendered.slug,
+                runs => runs,
+                estimated => format!("{estimated:.0}"),
+                measured => format!("{measured:.0}"),
+            });
+        }
+    }
+    out
+}
+
+/// The changes page's sections and content.
+fn changes_page(c: &super::editions::Changes) -> (Vec<render::TocEntry>, String) {
+    let toc = [
+        ("changed", "Changed"),
+        ("appeared", "New in this edition"),
+        ("disappeared", "No longer in the book"),
+    ]
+    .iter()
+    .map(|(id, text)| render::TocEntry {
+        level: 2,
+        id: (*id).to_string(),
+        text: (*text).to_string(),
+    })
+    .collect();
+    (toc, super::editions::page_html(c))
+}
+
+/// The page of what changed since the last edition.
+pub const CHANGES_PAGE: &str = "changes.html";
 
 /// What `runs.html` shows where a column does not apply to a run.
 const DASH: &str = "\u{2014}";

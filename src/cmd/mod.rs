@@ -4,6 +4,7 @@
 pub mod audit;
 pub mod bench;
 pub mod build;
+pub mod changes;
 pub mod init;
 pub mod numerics;
 pub mod run;

@@ -154,6 +154,7 @@ const PRODUCED_ELSEWHERE: &[(Code, &str, &str)] = &[
     (Code::StoreCorrupt, "tests/store.rs", "store_corrupt"),
     (Code::UnusedResult, "tests/store.rs", "unused_result"),
     (Code::AuditMismatch, "tests/store.rs", "audit_mismatch"),
+    (Code::Edition, "tests/editions.rs", "edition"),
     (
         Code::Interrupted,
         "tests/interrupt.rs",

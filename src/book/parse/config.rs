@@ -60,6 +60,25 @@ pub struct BookConfig {
     /// writes what it trains into it; `revtx-book audit` retrains entries and compares.
     #[serde(default)]
     pub store: Option<toml::Spanned<String>>,
+    /// The book's earlier editions, oldest first (`[[editions]]`, each a `name` and a git
+    /// `rev` or a saved record `claims`): the site's "Changes in this edition" page and
+    /// the PDF's last appendix compare this edition with the last of them.
+    #[serde(default)]
+    pub editions: Vec<toml::Spanned<EditionConfig>>,
+}
+
+/// One `[[editions]]` entry of book.toml.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EditionConfig {
+    /// How the changes page names it ("First edition").
+    pub name: String,
+    /// A git revision of this repository (a tag, a commit): its `book/` is that edition.
+    #[serde(default)]
+    pub rev: Option<String>,
+    /// Or a record `revtx-book changes --save` wrote, relative to `book/`.
+    #[serde(default)]
+    pub claims: Option<String>,
 }
 
 /// `[notebook]` in book.toml: the template every chapter's notebook is rendered from, and

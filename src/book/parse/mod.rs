@@ -169,6 +169,8 @@ pub struct Book {
     pub bibliography: Option<crate::book::cite::Bibliography>,
     /// The results kept with the book (book.toml's `store`), and where book.toml names it.
     pub store: Option<(crate::book::store::Store, Span)>,
+    /// Its earlier editions (book.toml's `[[editions]]`), each with its entry's place.
+    pub editions: Vec<(config::EditionConfig, Span)>,
 }
 
 /// Reads `root/book/book.toml` and every chapter, collecting diagnostics.
@@ -239,13 +241,44 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
     }
     reserved_ids(&chapters, &config, sources, diags);
     let store = store_of(root, &config, file, diags);
+    let editions = editions_of(&config, file, diags);
     Some(Book {
         root: root.to_path_buf(),
         config,
         chapters,
         bibliography,
         store,
+        editions,
     })
+}
+
+/// book.toml's `[[editions]]`: each names a git revision or a saved record, not both.
+fn editions_of(
+    config: &BookConfig,
+    file: FileId,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<(config::EditionConfig, Span)> {
+    let mut out = Vec::new();
+    for e in &config.editions {
+        let at = Span {
+            file,
+            range: e.span(),
+        };
+        let v = e.get_ref();
+        if v.rev.is_some() == v.claims.is_some() {
+            diags.push(
+                Diagnostic::error(
+                    Code::Edition,
+                    Some(at),
+                    format!("the edition `{}` needs `rev` or `claims`, and only one", v.name),
+                )
+                .hint("`rev = \"v1.0\"` (a git revision of this repository) or `claims = \"editions/first.json\"` (what `revtx-book changes --save` wrote)"),
+            );
+            continue;
+        }
+        out.push((v.clone(), at));
+    }
+    out
 }
 
 /// The folder book.toml's `store` names: relative to `book/` and inside it, however it is

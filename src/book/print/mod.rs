@@ -61,6 +61,9 @@ struct Printer<'a> {
     /// The listings' twins, for their appendix, in the order of the book.
     twins: Vec<TwinOut>,
     diags: Vec<Diagnostic>,
+    /// With a changes appendix: the sources (where each claim is) and every claim label
+    /// the text carries.
+    claim_labels: Option<(&'a Sources, HashSet<String>)>,
 }
 
 /// A twin of a listing, printed in the appendix of twins.
@@ -86,6 +89,19 @@ pub fn edition(
     chapters: &[RenderedChapter],
     diags: &mut Vec<Diagnostic>,
 ) -> Option<Edition> {
+    edition_with(book, results, chapters, None, diags)
+}
+
+/// [`edition`], with the appendix "Changes in this edition" when `changes` is given: each
+/// claim of the text then carries a label (`claim-<file>-<line>-<col>`, found through
+/// `sources`) so that the appendix can give its page.
+pub fn edition_with(
+    book: &Book,
+    results: &Results,
+    chapters: &[RenderedChapter],
+    changes: Option<(&Sources, &crate::book::editions::Changes)>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Edition> {
     let mut labels: HashSet<String> = crate::book::render::numbering::anchors(&book.chapters)
         .into_keys()
         .collect();
@@ -101,6 +117,7 @@ pub fn edition(
         origins: Vec::new(),
         twins: Vec::new(),
         diags: Vec::new(),
+        claim_labels: changes.map(|(sources, _)| (sources, HashSet::new())),
     };
     let mut body = String::new();
     for (ch, rendered) in book.chapters.iter().zip(chapters) {
@@ -108,8 +125,12 @@ pub fn edition(
         let markup = p.chapter(&mut w);
         body.push_str(&p.mark(Origin::Chapter(ch.file), &markup));
     }
-    if let Some(appendix) = p.twins_appendix() {
-        body.push_str(&appendix);
+    let twins = p.twins_appendix();
+    if let Some(appendix) = &twins {
+        body.push_str(appendix);
+    }
+    if let Some((_, c)) = changes {
+        body.push_str(&p.changes_appendix(c, twins.is_some()));
     }
     let colophon = p.colophon();
     let main = p.template(
@@ -433,6 +454,101 @@ impl<'a> Printer<'a> {
             );
         }
         Some(out)
+    }
+
+    /// The appendix "Changes in this edition": what the site's changes page says, with the
+    /// page of each claim in this edition. Its letter follows the book's appendices and the
+    /// appendix of twins.
+    fn changes_appendix(&self, c: &crate::book::editions::Changes, after_twins: bool) -> String {
+        use crate::book::editions::{
+            text::{clean, clean_with},
+            Cause,
+        };
+        let appendices = self
+            .book
+            .chapters
+            .iter()
+            .filter(|c| matches!(c.place, crate::book::parse::Place::Appendix(_)))
+            .count()
+            + usize::from(after_twins);
+        let letter = char::from(b'A' + u8::try_from(appendices).unwrap_or(25).min(25));
+        let title = "Changes in this edition";
+        let mut out = format!(
+            "\n#chapter({}, {})[{}] <appendix-changes>\n\n",
+            string(&format!("Appendix {letter}")),
+            string(title),
+            walk_text(title)
+        );
+        let mut summary = format!(
+            "This edition against {}: {} of the figures, inserted values and asserted statements changed, {} appeared and {} disappeared; {} are as they were.",
+            c.from,
+            c.changed.len(),
+            c.appeared.len(),
+            c.disappeared.len(),
+            c.same
+        );
+        if let Some((a, b)) = &c.engine {
+            let _ = write!(
+                summary,
+                " The engine changed between them (fingerprint {a} to {b})."
+            );
+        }
+        out.push_str(&walk_text(&summary));
+        out.push_str("\n\n");
+        let labels = self.claim_labels.as_ref().map(|(_, l)| l);
+        for ch in &c.changed {
+            let label = ch.new.label();
+            let page = if labels.is_some_and(|l| l.contains(&label)) {
+                format!(", page #context counter(page).at(locate(<{label}>)).first()")
+            } else {
+                String::new()
+            };
+            let section = ch
+                .new
+                .section
+                .as_ref()
+                .map(|(s, _)| format!(", {}", walk_text(s)))
+                .unwrap_or_default();
+            let _ = write!(
+                out,
+                "#block(breakable: false)[*{}*{section}{page}\\\n_{}_\\\n#raw({}): was *{}*, now *{}*",
+                walk_text(&ch.new.chapter),
+                walk_text(&clean_with(&ch.new.sentence, &ch.new.expr, &ch.new.value)),
+                string(&ch.new.expr),
+                walk_text(&ch.old.value),
+                walk_text(&ch.new.value),
+            );
+            for cause in &ch.causes {
+                let _ = write!(out, "\n- {}", walk_text(&cause.describe()));
+                if let Cause::Sentence { old, .. } = cause {
+                    let _ = write!(out, "; it read: {}", walk_text(&clean(old)));
+                }
+            }
+            out.push_str("]\n\n");
+        }
+        for (what, list) in [
+            ("New in this edition", &c.appeared),
+            ("No longer in the book", &c.disappeared),
+        ] {
+            let _ = write!(out, "*{}*: ", walk_text(what));
+            if list.is_empty() {
+                out.push_str("none.\n\n");
+                continue;
+            }
+            out.push('\n');
+            for claim in list {
+                let _ = write!(
+                    out,
+                    "\n- {}: {} ({} = {})",
+                    walk_text(&claim.chapter),
+                    walk_text(&clean(&claim.sentence)),
+                    walk_text(&claim.expr),
+                    walk_text(&claim.value)
+                );
+            }
+            out.push_str("\n\n");
+        }
+        out
     }
 
     /// The languages the listings come in, in order of first use: `Rust and PyTorch`.

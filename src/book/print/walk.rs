@@ -493,10 +493,10 @@ impl Printer<'_> {
             Inline::Ref { id } if self.labels.contains(id.as_str()) => {
                 format!("#link(<{id}>)[{}]#page-of(<{id}>)", text(value))
             }
-            Inline::Claim { .. }
-            | Inline::Insert { .. }
-            | Inline::Literal { .. }
-            | Inline::Ref { .. } => text(value),
+            Inline::Claim { .. } | Inline::Insert { .. } | Inline::Literal { .. } => {
+                text(value) + &self.claim_label(w, n)
+            }
+            Inline::Ref { .. } => text(value),
             Inline::Cite { items, .. } => match items.first() {
                 Some(item) => format!(
                     "#link(<{}>)[{}]",
@@ -505,7 +505,40 @@ impl Printer<'_> {
                 ),
                 None => text(value),
             },
-            Inline::Label { .. } | Inline::AssertStart | Inline::Assert { .. } => String::new(),
+            Inline::Assert { .. } => self.claim_label(w, n),
+            Inline::Label { .. } | Inline::AssertStart => String::new(),
+        }
+    }
+
+    /// With a changes appendix, the label of the claim at inline `n` (an invisible
+    /// `metadata` element the appendix finds the page of): where its claim record is, as
+    /// `render` places it (the quote's start, an assertion's statement, else the construct).
+    fn claim_label(&mut self, w: &Walk, n: usize) -> String {
+        let Some((sources, labels)) = self.claim_labels.as_mut() else {
+            return String::new();
+        };
+        let inl = &w.ch.inlines[n];
+        let at = match &inl.node {
+            Inline::Claim { quoted_span, .. } | Inline::Literal { quoted_span, .. } => {
+                quoted_span.range.start
+            }
+            Inline::Assert { text: Some(t), .. } => t.range.start,
+            _ => inl.span.range.start,
+        };
+        let (line, col) = sources.line_col(w.ch.file, at);
+        let stem: String = sources
+            .path(w.ch.file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let label = format!("claim-{stem}-{line}-{col}");
+        if labels.insert(label.clone()) {
+            format!("#metadata(none)<{label}>")
+        } else {
+            String::new()
         }
     }
 }

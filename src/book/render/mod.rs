@@ -15,7 +15,7 @@
 
 mod answers;
 mod directives;
-mod html;
+pub mod html;
 mod inlines;
 pub(crate) mod listings;
 mod math;

@@ -188,7 +188,9 @@ pub fn jobs(plans: &[RunPlan], profile: Profile) -> Vec<Job> {
                 config: p.config.clone(),
                 key: entry::key(&p.config, seed, profile, crate::ENGINE),
                 span: p.span.clone(),
-                weights: p.weights.is_some_and(|w| w.reads(i)),
+                // A probe trains no model: it has no weights to keep.
+                weights: p.weights.is_some_and(|w| w.reads(i))
+                    && p.config.kind == revtx_spec::experiments::RunKind::Train,
             })
         })
         .collect()
