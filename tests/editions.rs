@@ -112,6 +112,9 @@ fn the_changes_page_names_a_changed_key_and_an_edited_sentence() {
         "the threshold's change is listed too"
     );
     assert!(html.contains("href=\"chapter-1.html#sec-tiny\""), "{html}");
+    // Each change links its page of the PDF (the typesetter's page of the claim's label).
+    let linked = html.matches(" of the PDF</a>").count();
+    assert_eq!(linked, sections, "a PDF page for every change:\n{html}");
     // The site's navigation leads to it.
     let index = std::fs::read_to_string(p.root().join("site/index.html")).unwrap();
     assert!(

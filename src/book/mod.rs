@@ -249,7 +249,11 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
 
     let claims_json = serde_json::to_string_pretty(&claims).unwrap_or_default() + "\n";
     let changes = editions_stage(opts, o, &book, &results, &claims_json);
-    let pdf = print_stage(opts, o, &book, &results, &chapters, changes.as_ref());
+    let printed = print_stage(opts, o, &book, &results, &chapters, changes.as_ref());
+    let (pdf, pdf_pages) = match printed {
+        Some((name, bytes, pages)) => (Some((name, bytes)), pages),
+        None => (None, std::collections::BTreeMap::new()),
+    };
 
     let t = Instant::now();
     if let (Some(out), 0) = (&opts.out, o.errors()) {
@@ -261,6 +265,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
             live_reload: opts.live_reload,
             pdf: pdf.as_ref(),
             changes: changes.as_ref(),
+            pdf_pages: &pdf_pages,
         };
         write_stage(opts, o, out, &ctx);
     } else if opts.out.is_none() && o.errors() == 0 && opts.seed_shift == 0 {
@@ -395,7 +400,7 @@ fn print_stage(
     results: &runs::Results,
     chapters: &[RenderedChapter],
     changes: Option<&editions::Changes>,
-) -> Option<(String, Vec<u8>)> {
+) -> Option<(String, Vec<u8>, std::collections::BTreeMap<String, usize>)> {
     if opts.out.is_none() || !opts.pdf || o.errors() > 0 {
         return None;
     }
@@ -405,18 +410,18 @@ fn print_stage(
     let typeset = edition.map(|e| print::typeset(&e, &opts.runs.cache_dir, &o.sources));
     o.timings.push(("print", t.elapsed()));
     match typeset? {
-        Ok((bytes, typeset)) => {
+        Ok(t) => {
             o.run_report.push(format!(
                 "print: {} ({} KiB, {})",
                 print::file_name(book),
-                bytes.len() / 1024,
-                if typeset {
+                t.bytes.len() / 1024,
+                if t.typeset {
                     "typeset"
                 } else {
                     "unchanged, from the cache"
                 }
             ));
-            Some((print::file_name(book), bytes))
+            Some((print::file_name(book), t.bytes, t.pages))
         }
         Err(d) => {
             o.diags.extend(d);

@@ -57,6 +57,8 @@ pub struct SiteContext<'a> {
     pub pdf: Option<&'a (String, Vec<u8>)>,
     /// What changed since the book's last listed edition, when it lists one.
     pub changes: Option<&'a super::editions::Changes>,
+    /// The print edition's page of each claim label (with `changes` and a PDF).
+    pub pdf_pages: &'a std::collections::BTreeMap<String, usize>,
 }
 
 /// Writes `bytes` to `path` through a temp file and a rename.
@@ -220,7 +222,8 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
 
     // What changed since the last edition.
     if let Some(c) = ctx.changes {
-        let (toc, html) = changes_page(c);
+        let pdf = ctx.pdf.map(|(name, _)| (name.as_str(), ctx.pdf_pages));
+        let (toc, html) = changes_page(c, pdf);
         files.bytes(
             CHANGES_PAGE,
             page("Changes in this edition", CHANGES_PAGE, "runs", html, &toc)?,
@@ -299,7 +302,10 @@ fn chapter_costs(ctx: &SiteContext) -> Vec<minijinja::Value> {
 }
 
 /// The changes page's sections and content.
-fn changes_page(c: &super::editions::Changes) -> (Vec<render::TocEntry>, String) {
+fn changes_page(
+    c: &super::editions::Changes,
+    pdf: Option<(&str, &std::collections::BTreeMap<String, usize>)>,
+) -> (Vec<render::TocEntry>, String) {
     let toc = [
         ("changed", "Changed"),
         ("appeared", "New in this edition"),
@@ -312,7 +318,7 @@ fn changes_page(c: &super::editions::Changes) -> (Vec<render::TocEntry>, String)
         text: (*text).to_string(),
     })
     .collect();
-    (toc, super::editions::page_html(c))
+    (toc, super::editions::page_html(c, pdf))
 }
 
 /// The page of what changed since the last edition.

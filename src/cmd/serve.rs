@@ -31,6 +31,31 @@ pub fn serve(mut opts: BuildOptions, port: u16) -> ExitCode {
         .clone()
         .unwrap_or_else(|| opts.root.join(revtx_book::book::outdir::BOOK_SITE));
     let state = Arc::new(State::default());
+    // Watched before the first build and before the server answers: an edit made as soon
+    // as the page is up (or while the first build runs) is never missed.
+    // Editors write several events per save: the debouncer gathers them into one batch.
+    let (tx, rx) = mpsc::channel::<Vec<PathBuf>>();
+    let debouncer = new_debouncer(
+        Duration::from_millis(25),
+        move |res: DebounceEventResult| {
+            if let Ok(events) = res {
+                let _ = tx.send(events.into_iter().map(|e| e.path).collect());
+            }
+        },
+    );
+    let mut debouncer = match debouncer {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("error: cannot watch files: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for d in ["book", "templates", "static", "src"] {
+        let p = opts.root.join(d);
+        if p.exists() {
+            let _ = debouncer.watcher().watch(&p, RecursiveMode::Recursive);
+        }
+    }
     rebuild(&opts, &state);
 
     let addr = format!("127.0.0.1:{port}");
@@ -55,34 +80,21 @@ pub fn serve(mut opts: BuildOptions, port: u16) -> ExitCode {
         });
     }
 
-    // Editors write several events per save: the debouncer gathers them into one batch.
-    let (tx, rx) = mpsc::channel::<Vec<PathBuf>>();
-    let debouncer = new_debouncer(
-        Duration::from_millis(25),
-        move |res: DebounceEventResult| {
-            if let Ok(events) = res {
-                let _ = tx.send(events.into_iter().map(|e| e.path).collect());
-            }
-        },
-    );
-    let mut debouncer = match debouncer {
-        Ok(d) => d,
-        Err(e) => {
-            eprintln!("error: cannot watch files: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    for d in ["book", "templates", "static", "src"] {
-        let p = opts.root.join(d);
-        if p.exists() {
-            let _ = debouncer.watcher().watch(&p, RecursiveMode::Recursive);
-        }
-    }
     loop {
         match rx.recv_timeout(Duration::from_millis(100)) {
             Ok(mut paths) => {
-                // Our own writes (book/claims.json, book/numerics.json) must not loop a rebuild.
-                paths.retain(|p| !p.ends_with("claims.json") && !p.ends_with("numerics.json"));
+                // Our own writes (book/claims.json, book/numerics.json, the results a build
+                // keeps in the book's store) must not loop a rebuild.
+                paths.retain(|p| {
+                    let name = p
+                        .file_name()
+                        .map(|n| n.to_string_lossy())
+                        .unwrap_or_default();
+                    !(name == "claims.json"
+                        || name == "numerics.json"
+                        || name.ends_with(".run")
+                        || name.starts_with(".tmp-stored-"))
+                });
                 if paths.iter().any(|p| {
                     p.strip_prefix(&opts.root)
                         .is_ok_and(|r| r.starts_with("src"))

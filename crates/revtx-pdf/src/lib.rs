@@ -62,6 +62,19 @@ impl std::fmt::Display for Problem {
 /// # Errors
 /// typst's errors (and, with them, its warnings), each with its line of the markup.
 pub fn typeset(doc: &Document) -> Result<Vec<u8>, Vec<Problem>> {
+    typeset_with_pages(doc, "\u{0}").map(|(bytes, _)| bytes)
+}
+
+/// The page of the file (1-based) each label of a document is on, by label.
+pub type Pages = std::collections::BTreeMap<String, usize>;
+
+/// [`typeset`], and the page (1-based, counting every page of the file) of each labelled
+/// element whose label starts with `prefix`: where the document put what it labelled.
+///
+/// # Errors
+/// As [`typeset`].
+pub fn typeset_with_pages(doc: &Document, prefix: &str) -> Result<(Vec<u8>, Pages), Vec<Problem>> {
+    use typst::introspection::Introspector as _;
     let world = Memory::new(doc);
     let warned = typst::compile::<PagedDocument>(&world);
     let document = warned
@@ -79,7 +92,22 @@ pub fn typeset(doc: &Document) -> Result<Vec<u8>, Vec<Problem>> {
         tagged: true,
         pretty: false,
     };
-    typst_pdf::pdf(&document, &options).map_err(|errs| problems(&world, errs.iter()))
+    let mut pages = std::collections::BTreeMap::new();
+    let introspector = document.introspector();
+    for element in introspector.query_labelled() {
+        let (Some(label), Some(at)) = (element.label(), element.location()) else {
+            continue;
+        };
+        let name = label.resolve();
+        if name.starts_with(prefix) {
+            if let Some(page) = introspector.page(at) {
+                pages.insert(name.to_string(), page.get());
+            }
+        }
+    }
+    let bytes =
+        typst_pdf::pdf(&document, &options).map_err(|errs| problems(&world, errs.iter()))?;
+    Ok((bytes, pages))
 }
 
 /// typst's diagnostics as problems (errors first, as given).

@@ -54,8 +54,13 @@ pub fn of(root: &Path, e: &EditionConfig) -> Result<Record, String> {
 }
 
 /// The site's page: every change with its place, its sentence, both values and its
-/// causes; then what appeared and what disappeared. HTML inside `page.html`'s frame.
-pub fn page_html(c: &Changes) -> String {
+/// causes; then what appeared and what disappeared. HTML inside `page.html`'s frame. With
+/// the print edition (its file name, and the page of each claim label), each change links
+/// its page of the PDF.
+pub fn page_html(
+    c: &Changes,
+    pdf: Option<(&str, &std::collections::BTreeMap<String, usize>)>,
+) -> String {
     let mut h = String::new();
     let e = escape_text;
     let _ = write!(
@@ -83,14 +88,17 @@ pub fn page_html(c: &Changes) -> String {
             e(b)
         );
     }
-    h.push_str(" The print edition lists the same changes in its last appendix, with the page of each.</p>\n");
+    if pdf.is_some() {
+        h.push_str(" The print edition lists the same changes in its last appendix.");
+    }
+    h.push_str("</p>\n");
     h.push_str("<h2 id=\"changed\">Changed</h2>\n");
     if c.changed.is_empty() {
         h.push_str("<p>No value and no truth changed.</p>\n");
     }
     for ch in &c.changed {
         h.push_str("<section class=\"change\">\n");
-        place(&mut h, &ch.new);
+        place(&mut h, &ch.new, pdf);
         let _ = writeln!(
             h,
             "<p class=\"change-values\"><code>{}</code>: was <strong>{}</strong>, now <strong>{}</strong></p>",
@@ -139,7 +147,11 @@ pub fn page_html(c: &Changes) -> String {
 }
 
 /// A change's chapter and section (linked on the site) and its sentence.
-fn place(h: &mut String, c: &record::Claim) {
+fn place(
+    h: &mut String,
+    c: &record::Claim,
+    pdf: Option<(&str, &std::collections::BTreeMap<String, usize>)>,
+) {
     let e = escape_text;
     let section = match &c.section {
         Some((title, Some(id))) if !c.page.is_empty() => {
@@ -148,9 +160,13 @@ fn place(h: &mut String, c: &record::Claim) {
         Some((title, _)) => format!(", {}", e(title)),
         None => String::new(),
     };
+    let page = pdf
+        .and_then(|(file, pages)| pages.get(&c.label()).map(|p| (file, p)))
+        .map(|(file, p)| format!(", <a href=\"{}#page={p}\">page {p} of the PDF</a>", e(file)))
+        .unwrap_or_default();
     let _ = writeln!(
         h,
-        "<h3>{}{section} <span class=\"change-at\">({}:{})</span></h3>",
+        "<h3>{}{section} <span class=\"change-at\">({}:{}{page})</span></h3>",
         e(&c.chapter),
         e(&c.file),
         c.line

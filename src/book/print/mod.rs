@@ -196,32 +196,71 @@ pub fn typeset(
     edition: &Edition,
     cache: &Path,
     sources: &Sources,
-) -> Result<(Vec<u8>, bool), Vec<Diagnostic>> {
+) -> Result<Typeset, Vec<Diagnostic>> {
     let dir = cache.join("print");
     let book = crate::book::render::slugify(&edition.document.ident);
-    let name = format!("{book}-{}.pdf", cache_key(&edition.document));
+    let key = cache_key(&edition.document);
+    let name = format!("{book}-{key}.pdf");
     let cached = dir.join(&name);
+    // Where each claim was put, beside the PDF it was read from (see `CLAIM_PREFIX`).
+    let pages_file = dir.join(format!("{book}-{key}.pages.json"));
     if let Ok(bytes) = std::fs::read(&cached) {
-        return Ok((bytes, false));
+        let pages = std::fs::read(&pages_file)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        return Ok(Typeset {
+            bytes,
+            typeset: false,
+            pages,
+        });
     }
-    let bytes = revtx_pdf::typeset(&edition.document).map_err(|problems| {
-        origin::diagnostics(&problems, &edition.document.main, &edition.origins, sources)
-    })?;
+    let (bytes, pages) =
+        revtx_pdf::typeset_with_pages(&edition.document, CLAIM_PREFIX).map_err(|problems| {
+            origin::diagnostics(&problems, &edition.document.main, &edition.origins, sources)
+        })?;
     // A cache that cannot be written only costs the next build a typesetting.
     let _ = std::fs::create_dir_all(&dir);
-    if crate::book::site::write_atomic(&cached, &bytes).is_ok() {
+    // Only a print edition with a changes appendix labels its claims.
+    let pages_kept = pages.is_empty()
+        || crate::book::site::write_atomic(
+            &pages_file,
+            &serde_json::to_vec(&pages).unwrap_or_default(),
+        )
+        .is_ok();
+    if pages_kept && crate::book::site::write_atomic(&cached, &bytes).is_ok() {
         for old in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let n = old.file_name().to_string_lossy().to_string();
             let this_book = n.strip_prefix(&book).and_then(|r| r.strip_prefix('-'));
-            let key = this_book.and_then(|r| r.strip_suffix(".pdf"));
-            if key.is_some_and(|k| k.len() == KEY_LEN && k.bytes().all(|c| c.is_ascii_hexdigit()))
-                && n != name
-            {
+            let old_key = this_book.and_then(|r| {
+                r.strip_suffix(".pdf")
+                    .or_else(|| r.strip_suffix(".pages.json"))
+            });
+            if old_key.is_some_and(|k| {
+                k.len() == KEY_LEN && k.bytes().all(|c| c.is_ascii_hexdigit()) && k != key
+            }) {
                 let _ = std::fs::remove_file(old.path());
             }
         }
     }
-    Ok((bytes, true))
+    Ok(Typeset {
+        bytes,
+        typeset: true,
+        pages,
+    })
+}
+
+/// The prefix of the labels the print edition puts at claims (`claim-chapter-1-85-637`),
+/// with a changes appendix: the page each is on is read back from the typesetter.
+pub const CLAIM_PREFIX: &str = "claim-";
+
+/// A typeset print edition.
+pub struct Typeset {
+    pub bytes: Vec<u8>,
+    /// Typeset now (`false`: from the cache).
+    pub typeset: bool,
+    /// The page of the file (1-based, every page counted) of each claim label.
+    pub pages: std::collections::BTreeMap<String, usize>,
 }
 
 /// Hex digits of a PDF's cache key.
