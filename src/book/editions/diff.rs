@@ -6,6 +6,7 @@ use super::record::{Claim, Record};
 use super::text::{masked, shape};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 /// What changed between two editions.
 #[derive(Clone, Debug, Serialize)]
@@ -64,6 +65,31 @@ pub enum Cause {
     Measured,
     /// Nothing the two records hold explains it.
     Unexplained,
+}
+
+impl Changes {
+    /// One paragraph on the whole: how many claims changed, appeared, disappeared or stayed,
+    /// and whether the engine or the profile changed. The site and the PDF both open with it.
+    pub fn summary(&self) -> String {
+        let mut s = format!(
+            "This edition against {}: {} of the figures, inserted values and asserted statements changed, {} appeared and {} disappeared; {} are as they were.",
+            self.from,
+            self.changed.len(),
+            self.appeared.len(),
+            self.disappeared.len(),
+            self.same
+        );
+        if let Some((a, b)) = &self.engine {
+            let _ = write!(
+                s,
+                " The engine changed between them (fingerprint {a} to {b})."
+            );
+        }
+        if let Some((a, b)) = &self.profile {
+            let _ = write!(s, " The numeric profile changed ({a} to {b}).");
+        }
+        s
+    }
 }
 
 /// `new` against `old`.

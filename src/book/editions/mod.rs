@@ -63,31 +63,7 @@ pub fn page_html(
 ) -> String {
     let mut h = String::new();
     let e = escape_text;
-    let _ = write!(
-        h,
-        "<p class=\"changes-summary\">This edition against <strong>{}</strong>: {} of the figures, inserted values and asserted statements changed, {} appeared and {} disappeared; {} are as they were.",
-        e(&c.from),
-        c.changed.len(),
-        c.appeared.len(),
-        c.disappeared.len(),
-        c.same
-    );
-    if let Some((a, b)) = &c.engine {
-        let _ = write!(
-            h,
-            " The engine changed between them (fingerprint <code>{}</code> to <code>{}</code>).",
-            e(a),
-            e(b)
-        );
-    }
-    if let Some((a, b)) = &c.profile {
-        let _ = write!(
-            h,
-            " The numeric profile changed (<code>{}</code> to <code>{}</code>).",
-            e(a),
-            e(b)
-        );
-    }
+    let _ = write!(h, "<p class=\"changes-summary\">{}", e(&c.summary()));
     if pdf.is_some() {
         h.push_str(" The print edition lists the same changes in its last appendix.");
     }

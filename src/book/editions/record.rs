@@ -62,17 +62,23 @@ pub struct Claim {
 }
 
 impl Claim {
-    /// The label the print edition puts at the claim (`#page-of` finds its page).
+    /// The label the print edition puts at the claim (its page is read back from there).
     pub fn label(&self) -> String {
-        let stem: String = Path::new(&self.file)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        format!("claim-{stem}-{}-{}", self.line, self.col)
+        claim_label(Path::new(&self.file), self.line, self.col)
     }
+}
+
+/// The print edition's label of the claim at `line`, `col` of `file`:
+/// `claim-chapter-1-85-637`. The print edition writes it, the changes page looks it up.
+pub fn claim_label(file: &Path, line: usize, col: usize) -> String {
+    let stem: String = file
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    format!("{}{stem}-{line}-{col}", crate::book::print::CLAIM_PREFIX)
 }
 
 /// A claim as `claims.json` has it (any version): what the record needs of it.

@@ -518,20 +518,7 @@ impl<'a> Printer<'a> {
             string(title),
             walk_text(title)
         );
-        let mut summary = format!(
-            "This edition against {}: {} of the figures, inserted values and asserted statements changed, {} appeared and {} disappeared; {} are as they were.",
-            c.from,
-            c.changed.len(),
-            c.appeared.len(),
-            c.disappeared.len(),
-            c.same
-        );
-        if let Some((a, b)) = &c.engine {
-            let _ = write!(
-                summary,
-                " The engine changed between them (fingerprint {a} to {b})."
-            );
-        }
+        let summary = c.summary();
         out.push_str(&walk_text(&summary));
         out.push_str("\n\n");
         let labels = self.claim_labels.as_ref().map(|(_, l)| l);

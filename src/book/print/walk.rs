@@ -526,15 +526,7 @@ impl Printer<'_> {
             _ => inl.span.range.start,
         };
         let (line, col) = sources.line_col(w.ch.file, at);
-        let stem: String = sources
-            .path(w.ch.file)
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_default()
-            .chars()
-            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
-            .collect();
-        let label = format!("claim-{stem}-{line}-{col}");
+        let label = crate::book::editions::record::claim_label(sources.path(w.ch.file), line, col);
         if labels.insert(label.clone()) {
             format!("#metadata(none)<{label}>")
         } else {
