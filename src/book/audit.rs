@@ -68,6 +68,9 @@ pub struct Report {
     pub diags: Vec<Diagnostic>,
     /// The numerics gate's line.
     pub numerics: String,
+    /// Under a budget: the entries whose recorded training alone exceeds it, left to a full
+    /// or sharded audit (run and seed).
+    pub over_budget: Vec<(String, u64, f64)>,
 }
 
 impl Report {
@@ -211,13 +214,24 @@ fn choose(
         }
         Select::Sample(n) => pick(shards(entries.len().div_ceil((*n).max(1))), r),
         Select::Budget(seconds) => {
-            let total: f64 = entries.iter().map(|(_, s)| s).sum();
             let per = seconds * f64::from(u32::try_from(jobs.max(1)).unwrap_or(u32::MAX));
+            // An entry that alone takes longer than the budget would make its round overrun
+            // it: it is left to `--all` or `--shard` (the weekly audit), and named.
+            let (fit, long): (Vec<_>, Vec<_>) =
+                entries.iter().cloned().partition(|(_, s)| *s <= per);
+            r.over_budget = long
+                .iter()
+                .map(|(j, s)| (j.run.clone(), j.seed, *s))
+                .collect();
+            if fit.is_empty() {
+                return Ok(Vec::new());
+            }
+            let total: f64 = fit.iter().map(|(_, s)| s).sum();
             // As many shards as the total takes budgets, at least one and at most one per entry.
-            let n = (1..=entries.len().max(1))
+            let n = (1..=fit.len())
                 .find(|&n| total <= per * f64::from(u32::try_from(n).unwrap_or(u32::MAX)))
-                .unwrap_or(entries.len().max(1));
-            pick(shards(n), r)
+                .unwrap_or(fit.len());
+            pick(partition(&fit, n), r)
         }
     })
 }
@@ -491,6 +505,34 @@ mod tests {
             let want: Vec<String> = all.iter().map(|(j, _)| j.key.clone()).collect();
             assert_eq!(seen, want, "{select:?}: each entry once in {of} rounds");
         }
+    }
+
+    /// Under a budget, an entry longer than the budget alone is never chosen (its round would
+    /// overrun): it is named instead, and the rotation covers every other entry.
+    #[test]
+    fn a_budget_leaves_entries_longer_than_itself_to_the_full_audit() {
+        let all = entries(&[40.0, 3.0, 9.0, 1.0, 12.0, 7.0, 30.0, 2.0, 5.0, 8.0, 11.0]);
+        let select = Select::Budget(10.0); // 20 s on 2 cores
+        let mut seen = Vec::new();
+        let mut r = Report::default();
+        choose(&all, &select, 2, &(0, "test".into()), &mut r).unwrap();
+        let of = r.shard.1;
+        for round in 0..of as u64 {
+            let mut r = Report::default();
+            let chosen = choose(&all, &select, 2, &(round, "test".into()), &mut r).unwrap();
+            let names: Vec<&str> = r.over_budget.iter().map(|(n, _, _)| n.as_str()).collect();
+            assert_eq!(names, ["r0", "r6"]);
+            assert!(chosen.iter().all(|(_, s)| *s <= 20.0));
+            seen.extend(chosen.into_iter().map(|(j, _)| j.run));
+        }
+        seen.sort();
+        let mut want: Vec<String> = all
+            .iter()
+            .filter(|(_, s)| *s <= 20.0)
+            .map(|(j, _)| j.run.clone())
+            .collect();
+        want.sort();
+        assert_eq!(seen, want);
     }
 
     #[test]

@@ -28,7 +28,8 @@ pub struct AuditArgs {
     #[arg(long, value_name = "N", conflicts_with_all = ["budget", "shard"], value_parser = clap::value_parser!(u64).range(1..))]
     sample: Option<u64>,
     /// Audit about SECONDS of training (on --jobs cores, as the entries recorded it): the
-    /// store split into shards of that cost, this round's shard.
+    /// store split into shards of that cost, this round's shard. An entry that alone recorded
+    /// more is named and left to --all or --shard.
     #[arg(long, value_name = "SECONDS", conflicts_with = "shard")]
     budget: Option<f64>,
     /// Audit shard I of N of the store (as `pages.yml` does, one shard per job).
@@ -88,6 +89,18 @@ pub fn audit(args: &AuditArgs) -> ExitCode {
         r.stored,
         audit::recorded_total(&r.audited).as_secs_f64()
     );
+    if !r.over_budget.is_empty() {
+        let names: Vec<String> = r
+            .over_budget
+            .iter()
+            .map(|(run, seed, s)| format!("{run} seed {seed} ({s:.0} s)"))
+            .collect();
+        println!(
+            "audit: {} stored entries each recorded more training than the budget and are left to `audit --all` or `--shard` (the weekly Pages audit): {}",
+            names.len(),
+            names.join(", ")
+        );
+    }
     for a in &r.audited {
         let verdict = match &a.verdict {
             Verdict::Same => "same, bit for bit".to_string(),
