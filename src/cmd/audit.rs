@@ -79,7 +79,8 @@ pub fn audit(args: &AuditArgs) -> ExitCode {
         (Select::All, _) => "every stored entry".to_string(),
         (Select::Runs(ids), _) => format!("the stored seeds of {}", ids.join(", ")),
         (_, Some((n, whence))) => format!(
-            "shard {index} of {of} (round {n}, from {whence}); every entry is audited within {of} consecutive rounds"
+            "shard {index} of {of} (round {n}, from {whence}); every entry{} is audited within {of} consecutive rounds",
+            if r.over_budget.is_empty() { "" } else { " but those named below" }
         ),
         _ => format!("shard {index} of {of}"),
     };
