@@ -56,6 +56,9 @@ enum Cmd {
         /// under book/ (its claims go into the shifted site only).
         #[arg(long, value_name = "K", value_parser = clap::value_parser!(u64).range(1..))]
         seed_shift: Option<u64>,
+        /// With --seed-shift: shift only these runs' seeds (the others as the book has them).
+        #[arg(long = "runs", num_args = 1.., value_name = "IDS", requires = "seed_shift")]
+        shift_runs: Vec<String>,
     },
     /// Run the same pipeline without writing the site; fail if a quoted figure drifted.
     Check {
@@ -69,6 +72,10 @@ enum Cmd {
         /// that no longer holds; quoted figures are expected to differ and are counted.
         #[arg(long, value_name = "K", conflicts_with = "bless", value_parser = clap::value_parser!(u64).range(1..))]
         seed_shift: Option<u64>,
+        /// With --seed-shift: shift only these runs' seeds (the others, and what reads only
+        /// them, as the book has them): a shift an author can afford.
+        #[arg(long = "runs", num_args = 1.., value_name = "IDS", requires = "seed_shift")]
+        shift_runs: Vec<String>,
     },
     /// Build, serve on 127.0.0.1, rebuild and reload the browser on change.
     Serve {
@@ -107,6 +114,10 @@ enum Cmd {
     /// Print what a run produced, from the cache: every path an expression can read on it
     /// and its value (per seed for an ensemble), or `--json`.
     Show(cmd::show::ShowArgs),
+    /// Evaluate an expression against the cached runs, as a chapter would (`eval
+    /// 'mean(copy.runs | pluck("train.test.accuracy"))'`): its value, and for an ensemble
+    /// each seed's alone and left out.
+    Eval(cmd::eval::EvalArgs),
     /// Time reference training against the PyTorch peer, side by side.
     Bench(cmd::bench::BenchArgs),
     /// Train one run the book declares (`run ID [--seeds 5,6]`, with build's options), or
@@ -136,11 +147,12 @@ fn main() -> ExitCode {
             out,
             no_pdf,
             seed_shift,
+            shift_runs,
         } => {
             let mut opts = common.options(Some(out), false);
             opts.pdf = !no_pdf && seed_shift.is_none();
             if let Some(k) = seed_shift {
-                shifted(&mut opts, k);
+                shifted(&mut opts, k, shift_runs);
             }
             cmd::build::report(&common, &opts, "build")
         }
@@ -148,10 +160,11 @@ fn main() -> ExitCode {
             common,
             bless,
             seed_shift,
+            shift_runs,
         } => {
             let mut opts = common.options(None, bless);
             if let Some(k) = seed_shift {
-                shifted(&mut opts, k);
+                shifted(&mut opts, k, shift_runs);
             }
             cmd::build::report(&common, &opts, "check")
         }
@@ -173,17 +186,19 @@ fn main() -> ExitCode {
         Cmd::Numerics { root, profile } => cmd::numerics::numerics(&root, profile),
         Cmd::Run { args } => run_engine(&args),
         Cmd::Show(args) => cmd::show::show(&args),
+        Cmd::Eval(args) => cmd::eval::eval(&args),
         Cmd::Init { dir } => cmd::init::init(&dir),
     }
 }
 
 /// `--seed-shift K`: every seed moved up by `k`, trained into a cache of its own with the
 /// book's read beside it (the seeds both share).
-fn shifted(opts: &mut revtx_book::book::BuildOptions, k: u64) {
+fn shifted(opts: &mut revtx_book::book::BuildOptions, k: u64, runs: Vec<String>) {
     let book_cache = opts.runs.cache_dir.clone();
     opts.runs.cache_dir = book_cache.join("seed-shift");
     opts.runs.extra_caches.insert(0, book_cache);
     opts.seed_shift = k;
+    opts.seed_shift_runs = runs;
 }
 
 /// `revtx-book run ...`: the engine's own `run` command.

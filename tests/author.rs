@@ -166,6 +166,24 @@ fn init_show_run_why_and_seed_shift() {
     assert!(read.contains("trained at seed [1]{=short.seed}"), "{read}");
     assert!(read.contains("last seed is [2]{=pair.seeds[1]}"), "{read}");
     assert!(root.join(".revtx-cache/seed-shift/runs").is_dir());
+    // Only the ensemble shifted: the single run's statement about its seed still holds.
+    let some = cli(&root, &["check", "--seed-shift", "1", "--runs", "pair"]);
+    let said = text(&some);
+    assert!(some.status.success(), "{said}");
+    assert!(
+        said.contains(
+            "the seeds of `pair` (no other run's) moved up by 1; 1 quoted figure read differently"
+        ),
+        "{said}"
+    );
+    let ghost = cli(&root, &["check", "--seed-shift", "1", "--runs", "ghost"]);
+    assert!(
+        text(&ghost).contains("error[unknown-run]"),
+        "{}",
+        text(&ghost)
+    );
+    let alone = cli(&root, &["check", "--runs", "pair"]);
+    assert!(!alone.status.success(), "--runs needs --seed-shift");
     shift_past_the_largest_seed(&root);
     // The book itself still checks clean, from its own cache.
     let plain = cli(&root, &["check", "--offline"]);
@@ -357,9 +375,27 @@ fn shifted_site(root: &Path) {
     let site_page = std::fs::read(root.join("site/chapter-1.html")).unwrap();
     let out = root.join("shifted");
     let out_arg = out.to_str().unwrap();
+    // A false statement fails the build, but the shifted site is written to be read, the
+    // statement marked as not holding.
     let false_now = cli(root, &["build", "--seed-shift", "1", "--out", out_arg]);
     assert!(!false_now.status.success(), "{}", text(&false_now));
-    assert!(!out.exists(), "no site while an assertion is false");
+    let page =
+        std::fs::read_to_string(out.join("chapter-2.html")).expect("the shifted site, written");
+    let at = page
+        .find("its seed is below one")
+        .expect("the false statement, on its page");
+    let open = page[..at]
+        .rfind("<span class=\"claim claim-assert")
+        .unwrap();
+    assert!(
+        page[open..at].contains("claim-fail"),
+        "marked: {}",
+        &page[open..at]
+    );
+    assert!(
+        page[at..].contains("asserted, does not hold"),
+        "its tooltip says so"
+    );
 
     let holds = CHAPTER.replacen("[its seed is below one]{? short.seed < 1}", "no more", 1);
     std::fs::write(root.join("book/chapter-2.md"), &holds).unwrap();

@@ -38,6 +38,26 @@ fn the_textbook_builds_with_one_run_for_three_parts() {
     );
     assert_eq!(ran.len(), 3, "{:?}", runs_of(&out));
     assert_eq!(out.chapters.len(), 3);
+    // The named expression, its two uses, the paired statement, and what the figures' runs
+    // differ in, on the page and in the Runs appendix.
+    let details = page(&p, "appendix-a.html");
+    // fig-lengths sets two runs side by side; fig-similar draws one run twice, and says nothing.
+    assert_eq!(
+        details.matches("What its runs differ in").count(),
+        1,
+        "{details}"
+    );
+    assert!(details.contains("pair against tiny: the same configuration, other seeds"));
+    assert!(
+        details.contains("paired(pair, tiny"),
+        "the paired statement's tooltip"
+    );
+    let runs = page(&p, "runs.html");
+    assert!(
+        runs.contains("Named expressions") && runs.contains("<code>fall(run)</code>"),
+        "{runs}"
+    );
+    assert!(runs.contains("What each comparison varies"));
 
     let t = std::time::Instant::now();
     let again = revtx_book::book::build(&p.options(true));

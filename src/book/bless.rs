@@ -40,6 +40,7 @@ pub fn not_comparable(diags: &mut [Diagnostic], profile: revtx_spec::profile::Pr
 pub fn seed_shifted(
     diags: &mut Vec<Diagnostic>,
     shift: u64,
+    only: &[String],
     claims: &[ClaimRecord],
     sources: &Sources,
     dir: &std::path::Path,
@@ -74,8 +75,14 @@ pub fn seed_shifted(
     } else {
         format!("; as they read now: {}", written.join(", "))
     };
+    let which = if only.is_empty() {
+        "every seed".to_string()
+    } else {
+        let ids: Vec<String> = only.iter().map(|r| format!("`{r}`")).collect();
+        format!("the seeds of {} (no other run's)", ids.join(", "))
+    };
     format!(
-        "seed shift: every seed moved up by {shift}; {moved} quoted figure{} read differently (expected), {false_now} asserted statement{} false{read}",
+        "seed shift: {which} moved up by {shift}; {moved} quoted figure{} read differently (expected), {false_now} asserted statement{} false{read}",
         s(moved),
         s(false_now),
     )

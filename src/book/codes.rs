@@ -112,6 +112,15 @@ codes! {
     UnknownBase => "unknown-base",
     /// A figure, table, widget, expression or `--rerun` names a run the book does not declare.
     UnknownRun => "unknown-run",
+    /// A run's declared contrast (`contrast = { with, varies }`) does not hold: the two runs
+    /// differ in a key it does not name, or not in one it names.
+    Confounded => "confounded",
+    /// A claim compares two runs that differ in more than one configuration key, and no
+    /// contrast is declared between them: the sentence may credit one key with the others.
+    UndeclaredComparison => "undeclared-comparison",
+    /// A claim compares the means of two ensembles that share seeds: same initialisation and
+    /// batches, so they are better compared seed by seed (`paired`).
+    Unpaired => "unpaired",
     /// Something that needs a training run names a probe.
     ProbeRun => "probe-run",
     /// A widget lists a run whose model the page's JavaScript cannot run.
@@ -152,6 +161,12 @@ codes! {
     AssertionFalse => "assertion-false",
     /// An assertion's value is not a boolean.
     AssertionNotBoolean => "assertion-not-boolean",
+    /// An asserted statement holds with all of an ensemble's seeds but not with one of them
+    /// left out: one seed decides it.
+    Fragile => "fragile",
+    /// A checked figure is quoted to finer digits than its seeds earn (its leave-one-seed-out
+    /// standard error is larger than its last digit).
+    Precision => "precision",
     /// Bless left assertions that now fail: their sentences need rewriting.
     AssertionsToRewrite => "assertions-to-rewrite",
     /// A bless that cannot be done (another profile).
@@ -188,6 +203,20 @@ impl Code {
     /// Warnings about the machine rather than the book: the numerics gate's, and results
     /// that are not comparable here. The book's `deny_warnings` leaves them alone;
     /// `--deny-warnings` does not.
+    /// A lint about the reasoning of the text (a comparison, the seeds' say): book.toml's
+    /// `[lints]` sets its level.
+    pub fn is_lint(self) -> bool {
+        matches!(
+            self,
+            Code::Fragile | Code::Precision | Code::UndeclaredComparison | Code::Unpaired
+        )
+    }
+
+    /// The code named `name` (its kebab-case name), if there is one.
+    pub fn named(name: &str) -> Option<Code> {
+        Code::ALL.iter().copied().find(|c| c.name() == name)
+    }
+
     pub fn is_environmental(self) -> bool {
         matches!(
             self,

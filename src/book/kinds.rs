@@ -189,7 +189,7 @@ pub fn read<K: Kinds>(body: &Body) -> Result<(Common, K), Diagnostic> {
 }
 
 /// Replaces the lines holding `span` with spaces, keeping every byte offset.
-fn blank_lines(text: &mut [u8], span: Range<usize>) {
+pub(crate) fn blank_lines(text: &mut [u8], span: Range<usize>) {
     let start = text[..span.start]
         .iter()
         .rposition(|&b| b == b'\n')
@@ -213,9 +213,31 @@ pub struct RunData<'a> {
     pub seeds: Vec<&'a RunResult>,
     /// Each seed's cache entry (its `weights.safetensors`), in the same order.
     pub entries: Vec<&'a std::path::Path>,
+    /// The run as expressions see it (`expr::run_values`), shared, not copied.
+    pub value: minijinja::Value,
 }
 
 impl<'a> RunData<'a> {
+    /// The run `id` of `results`, labelled `label`; `None` when it has no results (it failed,
+    /// or is not declared: the caller says which).
+    pub fn of(
+        results: &'a crate::book::runs::Results,
+        id: &'a str,
+        label: &'a str,
+    ) -> Option<Self> {
+        let produced = results.by_run.get(id)?;
+        Some(RunData {
+            id,
+            label,
+            seeds: produced.iter().map(|p| &p.result).collect(),
+            entries: produced.iter().map(|p| p.dir.as_path()).collect(),
+            value: crate::book::expr::run_values(results)
+                .get(id)
+                .cloned()
+                .unwrap_or_default(),
+        })
+    }
+
     /// The first seed's result.
     pub fn first(&self) -> &'a RunResult {
         self.seeds[0]

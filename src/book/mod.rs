@@ -28,12 +28,14 @@ mod bless;
 pub mod cite;
 pub mod claims;
 pub mod codes;
+pub mod contrast;
 pub mod diag;
 pub mod editions;
 pub mod export;
 pub mod expr;
 pub mod figures;
 pub mod kinds;
+pub mod loso;
 pub mod notebook;
 pub mod numerics;
 pub mod outdir;
@@ -86,6 +88,9 @@ pub struct BuildOptions {
     /// figures are then expected to differ and are counted, not errors; every assertion
     /// must still hold.
     pub seed_shift: u64,
+    /// Shift only these runs' seeds (`--seed-shift K --runs ID…`; empty: every run's). The
+    /// others, and what reads only them, stay as the book has them.
+    pub seed_shift_runs: Vec<String>,
 }
 
 /// Everything a build produced, diagnostics included.
@@ -101,6 +106,8 @@ pub struct Outcome {
     pub blessed: Vec<bless::BlessEdit>,
     /// Whether the runs' figures can be compared with the book's (see `numerics`).
     pub comparable: bool,
+    /// Lints book.toml's `[lints]` allows, and how many of each this build found.
+    pub allowed: Vec<(Code, usize)>,
 }
 
 impl Outcome {
@@ -127,6 +134,7 @@ pub fn build(opts: &BuildOptions) -> Outcome {
         timings: Vec::new(),
         blessed: Vec::new(),
         comparable: true,
+        allowed: Vec::new(),
     };
     pipeline(opts, &mut o);
     o
@@ -148,7 +156,12 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
 
     let t = Instant::now();
     let mut plans = runs::plan(&book, &o.sources, &mut o.diags);
-    shift_seeds(&mut plans, opts.seed_shift, &mut o.diags);
+    shift_seeds(
+        &mut plans,
+        opts.seed_shift,
+        &opts.seed_shift_runs,
+        &mut o.diags,
+    );
     unknown_reruns(&opts.runs, &plans, &mut o.diags);
     o.timings.push(("plan", t.elapsed()));
 
@@ -239,6 +252,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     if opts.bless {
         bless_stage(opts, o, &claims, measured.as_ref());
     }
+    o.allowed = lint_levels(&book.config, &mut o.diags);
     // `--deny-warnings` denies every warning, the machine's included; the book's own
     // `deny_warnings` denies the warnings about its text.
     if opts.deny_warnings {
@@ -256,7 +270,14 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     };
 
     let t = Instant::now();
-    if let (Some(out), 0) = (&opts.out, o.errors()) {
+    // A seed-shifted site is written to be read, false statements marked on its pages.
+    let blocking = o
+        .diags
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .filter(|d| !(opts.seed_shift != 0 && d.code == Code::AssertionFalse))
+        .count();
+    if let (Some(out), 0) = (&opts.out, blocking) {
         let ctx = site::SiteContext {
             book: &book,
             chapters: &chapters,
@@ -280,8 +301,23 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
 /// `check --seed-shift K`: every run's seeds moved up by `k`.
 /// A seed the shift would carry past the largest seed is an error at its run: the sum
 /// would wrap round to a small seed, and the "shifted" book would check the book's own.
-fn shift_seeds(plans: &mut [runs::RunPlan], k: u64, diags: &mut Vec<Diagnostic>) {
-    for p in plans {
+fn shift_seeds(plans: &mut [runs::RunPlan], k: u64, only: &[String], diags: &mut Vec<Diagnostic>) {
+    if k == 0 {
+        return;
+    }
+    let declared: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
+    for id in only.iter().filter(|id| !declared.contains(id)) {
+        diags.push(Diagnostic::unknown_run(
+            "--seed-shift --runs",
+            id,
+            None,
+            &declared,
+        ));
+    }
+    for p in plans
+        .iter_mut()
+        .filter(|p| only.is_empty() || only.contains(&p.id))
+    {
         let shifted: Option<Vec<u64>> = p.seeds.iter().map(|s| s.checked_add(k)).collect();
         let Some(seeds) = shifted else {
             let largest = p.seeds.iter().max().copied().unwrap_or_default();
@@ -303,6 +339,48 @@ fn shift_seeds(plans: &mut [runs::RunPlan], k: u64, diags: &mut Vec<Diagnostic>)
     }
 }
 
+/// book.toml's `[lints]` applied: an allowed lint is dropped and counted, a denied one is
+/// an error. Returns the counts of the allowed ones.
+fn lint_levels(
+    config: &parse::config::BookConfig,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<(Code, usize)> {
+    use parse::config::LintLevel;
+    let level = |c: Code| {
+        config
+            .lints
+            .iter()
+            .find(|(k, _)| k.get_ref() == c.name())
+            .map_or(LintLevel::Warn, |(_, l)| *l)
+    };
+    let mut allowed: Vec<(Code, usize)> = Vec::new();
+    diags.retain_mut(|d| {
+        if !(d.code.is_lint() && d.severity == Severity::Warning) {
+            return true;
+        }
+        match level(d.code) {
+            LintLevel::Warn => true,
+            LintLevel::Deny => {
+                d.severity = Severity::Error;
+                d.notes.push(format!(
+                    "denied by `{} = \"deny\"` in book.toml's [lints]",
+                    d.code
+                ));
+                true
+            }
+            LintLevel::Allow => {
+                match allowed.iter_mut().find(|(c, _)| *c == d.code) {
+                    Some((_, n)) => *n += 1,
+                    None => allowed.push((d.code, 1)),
+                }
+                false
+            }
+        }
+    });
+    allowed.sort();
+    allowed
+}
+
 /// `check --seed-shift K` after rendering: drift expected and counted, the chapters as they
 /// read under the shift written beside its cache (see `bless::seed_shifted`).
 fn seed_shift_stage(opts: &BuildOptions, o: &mut Outcome, claims: &[ClaimRecord]) {
@@ -312,6 +390,7 @@ fn seed_shift_stage(opts: &BuildOptions, o: &mut Outcome, claims: &[ClaimRecord]
     let line = bless::seed_shifted(
         &mut o.diags,
         opts.seed_shift,
+        &opts.seed_shift_runs,
         claims,
         &o.sources,
         &opts.runs.cache_dir,

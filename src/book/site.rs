@@ -202,8 +202,18 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
     // Runs appendix and downloads.
     let runs_view = downloads(ctx.results, &mut files);
     let costs = chapter_costs(ctx);
+    let comparisons = comparisons(ctx);
+    let named: Vec<minijinja::Value> = book
+        .config
+        .expressions
+        .iter()
+        .map(|(name, n)| {
+            let n = n.get_ref();
+            context! { name, params => n.params.join(", "), expr => &n.expr, about => &n.about }
+        })
+        .collect();
     let runs_html = env.get_template("runs.html")?.render(
-        context! { runs => runs_view, costs => costs, libtorch => ENGINE.libtorch, fingerprint => ENGINE.code },
+        context! { runs => runs_view, costs => costs, comparisons, named, libtorch => ENGINE.libtorch, fingerprint => ENGINE.code },
     )?;
     let runs_toc: Vec<render::TocEntry> = ctx
         .results
@@ -324,6 +334,29 @@ fn changes_page(
 /// The page of what changed since the last edition.
 pub const CHANGES_PAGE: &str = "changes.html";
 
+/// Every figure and table that sets runs side by side, with how each run differs from its
+/// baseline (`contrast::side_by_side`), for the Runs appendix.
+fn comparisons(ctx: &SiteContext) -> Vec<minijinja::Value> {
+    let anchors = render::numbering::anchors(&ctx.book.chapters);
+    let mut out = Vec::new();
+    for ch in &ctx.book.chapters {
+        for d in ch.directives() {
+            let (id, runs) = match &d.node {
+                Directive::Figure(b) => (&b.id, &b.runs),
+                Directive::Table(b) => (&b.id, &b.runs),
+                _ => continue,
+            };
+            let lines = super::contrast::side_by_side_lines(runs, &ctx.results.plans);
+            if lines.is_empty() {
+                continue;
+            }
+            let (label, page) = anchors.get(id).cloned().unwrap_or_default();
+            out.push(context! { label, href => format!("{page}#{id}"), lines });
+        }
+    }
+    out
+}
+
 /// What `runs.html` shows where a column does not apply to a run.
 const DASH: &str = "\u{2014}";
 
@@ -375,8 +408,13 @@ fn downloads(results: &Results, files: &mut Files) -> Vec<minijinja::Value> {
                 params => if p.result.params > 0 { p.result.params.to_string() } else { DASH.into() },
             });
         }
+        let contrast = plan
+            .contrast
+            .as_ref()
+            .map(|c| format!("varies {} against {}", c.varies.join(", "), c.with));
         runs_view.push(context! {
             id => &plan.id,
+            contrast,
             config => serde_json::to_string_pretty(&plan.config).unwrap_or_default(),
             seeds => seeds,
         });

@@ -351,6 +351,7 @@ fn cold(args: &BenchArgs, peak: f64, peak_avx2: f64) -> ExitCode {
         deny_warnings: false,
         pdf: false,
         seed_shift: 0,
+        seed_shift_runs: Vec::new(),
     };
     let started = Instant::now();
     let o = book::build(&opts);

@@ -38,6 +38,17 @@ pub fn report(common: &Common, opts: &BuildOptions, what: &str) -> ExitCode {
         );
     }
     let errors = outcome.errors();
+    if !outcome.allowed.is_empty() {
+        let counts: Vec<String> = outcome
+            .allowed
+            .iter()
+            .map(|(c, n)| format!("{n} {c}"))
+            .collect();
+        eprintln!(
+            "{what}: allowed by book.toml's [lints], not shown one by one: {}",
+            counts.join(", ")
+        );
+    }
     eprintln!(
         "{what}: {} checked ({drifted} drifted), {} asserted, {} literal, {} inserted, {} unbound; {} figures, {} tables, {} equations, {} listings; {} error{} in {:.2} s",
         c.checked,

@@ -5,6 +5,7 @@ pub mod audit;
 pub mod bench;
 pub mod build;
 pub mod changes;
+pub mod eval;
 pub mod init;
 pub mod numerics;
 pub mod run;
@@ -121,6 +122,7 @@ impl Common {
             deny_warnings: self.deny_warnings,
             pdf: false,
             seed_shift: 0,
+            seed_shift_runs: Vec::new(),
         }
     }
 }

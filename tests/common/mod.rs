@@ -116,6 +116,7 @@ impl Project {
             deny_warnings: false,
             pdf: false,
             seed_shift: 0,
+            seed_shift_runs: Vec::new(),
         }
     }
 

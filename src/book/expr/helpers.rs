@@ -89,7 +89,10 @@ pub fn spikes(
         floor: floor.unwrap_or(d.floor),
         window: window.unwrap_or(d.window),
     };
-    Ok(crate::book::spikes::starts(&numbers(&xs)?, &rule))
+    Ok(crate::book::spikes::starts_remembered(
+        &numbers(&xs)?,
+        &rule,
+    ))
 }
 
 /// `at(xs, steps)`: the elements of a per-step list at the given steps, numbered from one

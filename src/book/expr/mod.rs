@@ -3,7 +3,12 @@
 //!
 //! To add a helper, write it in `helpers.rs` and register it with one line below.
 
+mod compare;
+mod diagnose;
 mod helpers;
+mod named;
+
+pub use diagnose::{evaluate_or_report, words};
 
 use super::runs::Results;
 use minijinja::{Environment, Value};
@@ -27,6 +32,9 @@ use revtx_spec::result::RunResult;
 ///   `pct(x[, decimals])` ("94.6%")
 /// - `failing(eval)`, `passing(eval)`: the lengths an evaluation (`run.train.test`) gets
 ///   partly wrong, or all right
+/// - comparisons of two runs: `differs(a, b)`, the configuration keys they differ in with
+///   both values (prose when inserted); `paired(a, b, "expr")`, `expr` per seed over the
+///   seeds both have: `seeds`, `a`, `b`, `diffs`, `mean`, `se`, `n`, `above`, `below`, `equal`
 ///
 /// and minijinja's built-in filters and tests (`capitalize`, `sum`, `sort(attribute=…)`,
 /// `first`, `reverse`, `map('round', 2)`, `select('none')`, `selectattr`, `join`, `length`…).
@@ -65,6 +73,21 @@ pub fn environment() -> Environment<'static> {
     env.add_filter("reads", helpers::reads);
     env.add_filter("looks", helpers::looks);
     env.add_filter("prefix", helpers::prefix);
+    env.add_function("differs", compare::differs);
+    env.add_function("paired", compare::paired);
+    env
+}
+
+/// [`environment`] with the book's named expressions (`[expressions]` in book.toml), each
+/// a function.
+pub fn book_environment(config: &crate::book::parse::config::BookConfig) -> Environment<'static> {
+    let mut env = environment();
+    let named: Vec<(String, crate::book::parse::config::NamedExpr)> = config
+        .expressions
+        .iter()
+        .map(|(k, v)| (k.clone(), v.get_ref().clone()))
+        .collect();
+    named::register(&mut env, &named);
     env
 }
 
@@ -83,26 +106,35 @@ pub fn evaluate(env: &Environment<'static>, expr: &str, ctx: &Value) -> Result<V
 /// (`run.env.cpu`, `run.env.threads`, `run.env.libtorch`, …): there is no `machine`, since a
 /// cached run may have been computed on another machine than the build's.
 pub fn context(results: &Results) -> Value {
-    let mut map = serde_json::Map::new();
-    for (id, produced) in &results.by_run {
-        let plan = results.plans.iter().find(|p| &p.id == id);
-        let seeds: Vec<&RunResult> = produced.iter().map(|p| &p.result).collect();
-        let ensemble = plan.is_some_and(|p| p.seeds.len() > 1);
-        let mut value = run_value(&seeds, ensemble);
-        // A learned table's similarities, read from the weights (`run.table`).
-        for (i, p) in produced.iter().enumerate() {
-            let seed = if ensemble {
-                value.get_mut("runs").and_then(|r| r.get_mut(i))
-            } else {
-                (i == 0).then_some(&mut value)
-            };
-            if let Some(seed) = seed {
-                crate::book::weights::add_table(seed, &p.dir);
+    Value::from((**run_values(results)).clone())
+}
+
+/// Each run by its id as expressions see it ([`context`]), converted once per build and
+/// shared: a minijinja value is a counted reference, so a table's scope or a claim's
+/// context costs a map of pointers, not a copy of the results.
+pub fn run_values(results: &Results) -> &std::sync::Arc<std::collections::BTreeMap<String, Value>> {
+    results.values.get_or_init(|| {
+        let mut map = std::collections::BTreeMap::new();
+        for (id, produced) in &results.by_run {
+            let plan = results.plans.iter().find(|p| &p.id == id);
+            let seeds: Vec<&RunResult> = produced.iter().map(|p| &p.result).collect();
+            let ensemble = plan.is_some_and(|p| p.seeds.len() > 1);
+            let mut value = run_value(&seeds, ensemble);
+            // A learned table's similarities, read from the weights (`run.table`).
+            for (i, p) in produced.iter().enumerate() {
+                let seed = if ensemble {
+                    value.get_mut("runs").and_then(|r| r.get_mut(i))
+                } else {
+                    (i == 0).then_some(&mut value)
+                };
+                if let Some(seed) = seed {
+                    crate::book::weights::add_table(seed, &p.dir);
+                }
             }
+            map.insert(id.clone(), Value::from_serialize(value));
         }
-        map.insert(id.clone(), value);
-    }
-    Value::from_serialize(serde_json::Value::Object(map))
+        std::sync::Arc::new(map)
+    })
 }
 
 /// One run as expressions see it: its result, or `{seeds, runs, config}` for an ensemble.

@@ -1,7 +1,8 @@
 //! `kind = "loss"`: training loss at every step (or a running mean, `smooth = N`) of one
 //! or more runs, on a log scale; `series = "grad_norm"` or `"lr"` draws the gradient norm
-//! or the learning rate of every step instead. Its log panel is also the left half of
-//! `faults`.
+//! or the learning rate of every step instead. An ensemble is drawn as the mean of its
+//! seeds with a band from the best seed to the worst at each step, or one seed when the
+//! figure names it (`seed = k`). Its log panel is also the left half of `faults`.
 
 use super::alt::{fmt_log_tick, fmt_loss, fmt_step, run_name, summarize, trend};
 use super::theme::{clean_points, de, mesh, render, series_legend, Area, Line, FONT, PALETTE};
@@ -13,6 +14,9 @@ use serde::Deserialize;
 
 const LOSS_SIZE: (u32, u32) = (720, 360);
 
+/// An ensemble's band: `(step, lowest seed, highest seed)` at each step.
+type Band = Vec<(f64, f64, f64)>;
+
 /// The fields of a loss figure.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -23,6 +27,9 @@ pub struct Spec {
     /// What is drawn at every step: the loss (the default), the gradient norm or the rate.
     #[serde(default)]
     pub series: PerStep,
+    /// Draw this seed of every run (each must have it) instead of an ensemble's mean.
+    #[serde(default)]
+    pub seed: Option<u64>,
 }
 
 /// A quantity every training step records.
@@ -83,37 +90,66 @@ pub const LOSS: Measure = Measure {
 impl Figure for Spec {
     fn draw(&self, runs: &[RunData]) -> Result<Svg, Diagnostic> {
         let mut series = Vec::new();
+        let mut bands = Vec::new();
         for run in runs {
-            let t = run.train("this figure")?;
-            let values = self.series.values(t);
-            if values.is_empty() {
-                return Err(Diagnostic::error(
-                    crate::book::codes::Code::Figure,
-                    None,
-                    format!(
-                        "run `{}` recorded no {} (its result predates them)",
-                        run.id,
-                        self.series.measure().title
-                    ),
-                ));
+            let trains = run.trains("this figure")?;
+            let picked = match self.seed {
+                Some(s) => vec![trains[run.seed_index(Some(s))?]],
+                None => trains,
+            };
+            let mut per_seed = Vec::new();
+            for t in &picked {
+                let values = self.series.values(t);
+                if values.is_empty() {
+                    return Err(Diagnostic::error(
+                        crate::book::codes::Code::Figure,
+                        None,
+                        format!(
+                            "run `{}` recorded no {} (its result predates them)",
+                            run.id,
+                            self.series.measure().title
+                        ),
+                    ));
+                }
+                per_seed.push(match self.smooth {
+                    Some(w) if w > 1 => smoothed(run.label, values, w).points,
+                    _ => (1..).zip(values).map(|(i, &v)| (f64::from(i), v)).collect(),
+                });
             }
-            series.push(match self.smooth {
-                Some(w) if w > 1 => smoothed(run.label, values, w),
-                _ => Series {
-                    label: run.label.to_string(),
-                    points: (1..)
-                        .zip(values)
-                        // A rate of zero (the end of a decay to 0) has no place on a log
-                        // axis: it is left out rather than drawn at the floor.
-                        .filter(|(_, &v)| self.series != PerStep::Lr || v > 0.0)
-                        .map(|(i, &v)| (f64::from(i), v))
-                        .collect(),
-                },
+            let (points, band) = across_seeds(&per_seed);
+            // A rate of zero (the end of a decay to 0) has no place on a log axis: it is
+            // left out rather than drawn at the floor.
+            let keep = |y: f64| self.series != PerStep::Lr || y > 0.0;
+            series.push(Series {
+                label: run.label.to_string(),
+                points: points.into_iter().filter(|p| keep(p.1)).collect(),
             });
+            bands.push(band.map(|b| b.into_iter().filter(|p| keep(p.1)).collect()));
         }
         let m = self.series.measure();
-        drawn(curve(&series, m.title, m))
+        drawn(curve_with_bands(&series, &bands, m.title, m))
     }
+}
+
+/// One seed's points as they are; several seeds' mean at each step they all have, with the
+/// band `(step, lowest, highest)` across them.
+fn across_seeds(per_seed: &[Vec<(f64, f64)>]) -> (Vec<(f64, f64)>, Option<Band>) {
+    if let [one] = per_seed {
+        return (one.clone(), None);
+    }
+    let n = per_seed.iter().map(Vec::len).min().unwrap_or(0);
+    let mut mean = Vec::with_capacity(n);
+    let mut band = Vec::with_capacity(n);
+    for i in 0..n {
+        let x = per_seed[0][i].0;
+        let ys = per_seed.iter().map(|s| s[i].1);
+        let (lo, hi) = ys.clone().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| (a.min(y), b.max(y)));
+        #[allow(clippy::cast_precision_loss, reason = "a handful of seeds")]
+        let m = ys.sum::<f64>() / per_seed.len() as f64;
+        mean.push((x, m));
+        band.push((x, lo, hi));
+    }
+    (mean, Some(band))
 }
 
 /// Loss chart with a log10 y axis (the data are transformed, ticks at whole decades).
@@ -124,9 +160,23 @@ pub(super) fn draw_log_panel(
     legend: bool,
     axis: &str,
 ) -> Result<(), String> {
+    draw_log_panel_with_bands(area, lines, &[], caption, legend, axis)
+}
+
+/// [`draw_log_panel`], with a band under each line that has one (`bands[i]` is line `i`'s:
+/// finite `(step, low, high)` points, clamped like the lines).
+fn draw_log_panel_with_bands(
+    area: &Area,
+    lines: &[Line],
+    bands: &[Vec<(f64, f64, f64)>],
+    caption: &str,
+    legend: bool,
+    axis: &str,
+) -> Result<(), String> {
     let (mut xmin, mut xmax) = (f64::INFINITY, f64::NEG_INFINITY);
     let (mut ymin, mut ymax) = (f64::INFINITY, f64::NEG_INFINITY);
-    for &(x, y) in lines.iter().flat_map(|l| l.points.iter()) {
+    let band_points = bands.iter().flatten().flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]);
+    for (x, y) in lines.iter().flat_map(|l| l.points.iter().copied()).chain(band_points) {
         xmin = xmin.min(x);
         xmax = xmax.max(x);
         ymin = ymin.min(y);
@@ -182,6 +232,16 @@ pub(super) fn draw_log_panel(
         }
     }
 
+    for (band, line) in bands.iter().zip(lines) {
+        if band.is_empty() {
+            continue;
+        }
+        let mut poly: Vec<(f64, f64)> = band.iter().map(|&(x, _, hi)| (x, hi.log10())).collect();
+        poly.extend(band.iter().rev().map(|&(x, lo, _)| (x, lo.log10())));
+        chart
+            .draw_series(std::iter::once(Polygon::new(poly, line.color.mix(0.16).filled())))
+            .map_err(de)?;
+    }
     for line in lines.iter().filter(|l| !l.points.is_empty()) {
         let pts: Vec<(f64, f64)> = line.points.iter().map(|&(x, y)| (x, y.log10())).collect();
         let color = line.color;
@@ -250,6 +310,16 @@ pub fn loss_curve(series: &[Series], title: &str) -> Result<Svg, String> {
 
 /// `loss_curve` for any per-step measure `m`.
 pub fn curve(series: &[Series], title: &str, m: Measure) -> Result<Svg, String> {
+    curve_with_bands(series, &[], title, m)
+}
+
+/// [`curve`] with a band per series that has one (an ensemble's seeds, best to worst).
+fn curve_with_bands(
+    series: &[Series],
+    bands: &[Option<Band>],
+    title: &str,
+    m: Measure,
+) -> Result<Svg, String> {
     let lines: Vec<Line> = series
         .iter()
         .enumerate()
@@ -262,9 +332,30 @@ pub fn curve(series: &[Series], title: &str, m: Measure) -> Result<Svg, String> 
     if lines.iter().all(|l| l.points.is_empty()) {
         return Err("loss_curve: no finite (step, loss) points to plot".to_string());
     }
-    let alt = loss_alt(series, &lines, m);
+    let clean: Vec<Vec<(f64, f64, f64)>> = (0..lines.len())
+        .map(|i| match bands.get(i) {
+            Some(Some(b)) => {
+                let floor = |y: f64| y.max(super::theme::LOSS_FLOOR);
+                b.iter()
+                    .filter(|(x, lo, hi)| x.is_finite() && lo.is_finite() && hi.is_finite())
+                    .map(|&(x, lo, hi)| (x, floor(lo), floor(hi)))
+                    .collect()
+            }
+            _ => Vec::new(),
+        })
+        .collect();
+    let mut alt = loss_alt(series, &lines, m);
+    let ensembles = clean.iter().filter(|b| !b.is_empty()).count();
+    if ensembles > 0 {
+        alt.pop(); // its full stop
+        alt.push_str(if ensembles == 1 && lines.len() == 1 {
+            ", the mean of its seeds with a band from the best seed to the worst."
+        } else {
+            "; an ensemble is the mean of its seeds, with a band from the best seed to the worst."
+        });
+    }
     render(LOSS_SIZE, alt, |root| {
-        draw_log_panel(root, &lines, title, lines.len() > 1, m.axis)
+        draw_log_panel_with_bands(root, &lines, &clean, title, lines.len() > 1, m.axis)
     })
 }
 
@@ -336,6 +427,28 @@ mod tests {
         assert!(svg
             .alt
             .contains("no-mask falls from 2.4 at step 1 to 0.36 at step 300"));
+    }
+
+    /// An ensemble is its seeds' mean with a band from the best to the worst; one seed
+    /// named is drawn alone, without a band.
+    #[test]
+    fn an_ensemble_is_a_mean_with_a_band() {
+        let seeds = vec![
+            vec![(1.0, 1.0), (2.0, 0.1), (3.0, 0.01)],
+            vec![(1.0, 3.0), (2.0, 0.3), (3.0, 0.03)],
+        ];
+        let (mean, band) = across_seeds(&seeds);
+        assert_eq!(mean, [(1.0, 2.0), (2.0, 0.2), (3.0, 0.02)]);
+        assert_eq!(band.clone().unwrap()[1], (2.0, 0.1, 0.3));
+        let s = Series { label: "e".into(), points: mean };
+        let svg = curve_with_bands(std::slice::from_ref(&s), &[band], "", LOSS).unwrap();
+        assert_themed(&svg, LOSS_SIZE);
+        assert!(svg.body.contains("<polygon"), "the band");
+        assert!(svg.alt.ends_with("with a band from the best seed to the worst."), "{}", svg.alt);
+        let (one, none) = across_seeds(&seeds[..1]);
+        assert!(none.is_none());
+        let svg = curve_with_bands(&[Series { label: "e".into(), points: one }], &[None], "", LOSS).unwrap();
+        assert!(!svg.body.contains("<polygon") && !svg.alt.contains("band"));
     }
 
     #[test]

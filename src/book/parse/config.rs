@@ -65,6 +65,38 @@ pub struct BookConfig {
     /// the PDF's last appendix compare this edition with the last of them.
     #[serde(default)]
     pub editions: Vec<toml::Spanned<EditionConfig>>,
+    /// Expressions named once and used anywhere (`[expressions.name]`, with `params` and
+    /// `expr`): `name(args…)` in any chapter's expression. The Runs appendix lists them.
+    #[serde(default)]
+    pub expressions: std::collections::BTreeMap<String, toml::Spanned<NamedExpr>>,
+    /// How a lint about the reasoning of the text is reported (`[lints]`, e.g.
+    /// `fragile = "allow"`): `warn` (the default), `deny` (an error) or `allow` (not reported
+    /// one by one, but counted on the summary line of every build).
+    #[serde(default)]
+    pub lints: std::collections::BTreeMap<toml::Spanned<String>, LintLevel>,
+}
+
+/// A lint's level in book.toml's `[lints]`.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LintLevel {
+    Allow,
+    Warn,
+    Deny,
+}
+
+/// One `[expressions.NAME]` of book.toml: an expression with parameters.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct NamedExpr {
+    /// The parameters' names, bound to the arguments in order (`["run"]`).
+    #[serde(default)]
+    pub params: Vec<String>,
+    /// The expression, over its parameters and the book's runs.
+    pub expr: String,
+    /// One line on what it computes, for the Runs appendix.
+    #[serde(default)]
+    pub about: String,
 }
 
 /// One `[[editions]]` entry of book.toml.

@@ -37,7 +37,12 @@ impl<K> Block<K> {
 #[derive(Clone, Debug)]
 pub enum Directive {
     /// ```` ```run id ````: a run spec (base, seed|seeds, overrides).
-    Run { id: String, spec: RunSpec },
+    /// `contrast = { with, varies }` declares what the run varies against another.
+    Run {
+        id: String,
+        spec: RunSpec,
+        contrast: Option<Box<crate::book::contrast::Contrast>>,
+    },
     /// ```` ```figure id ````.
     Figure(Block<FigureKind>),
     /// ```` ```table id ````.
@@ -262,18 +267,24 @@ pub fn parse(
         fence: &f.span,
     };
     let node = match kind {
-        DirectiveKind::Run => match toml::from_str::<RunSpec>(f.body) {
-            Ok(spec) => {
-                if let Some(d) = repeated_seed(&body) {
-                    diags.push(d);
-                    return None;
-                }
-                Directive::Run { id, spec }
-            }
+        DirectiveKind::Run => match run_contrast(&body) {
             Err(e) => {
-                diags.push(body.toml_error(&e, "run directive"));
+                diags.push(e);
                 return None;
             }
+            Ok((rest, contrast)) => match toml::from_str::<RunSpec>(&rest) {
+                Ok(spec) => {
+                    if let Some(d) = repeated_seed(&body) {
+                        diags.push(d);
+                        return None;
+                    }
+                    Directive::Run { id, spec, contrast }
+                }
+                Err(e) => {
+                    diags.push(body.toml_error(&e, "run directive"));
+                    return None;
+                }
+            },
         },
         DirectiveKind::Figure => Directive::Figure(block(id, &body, f, diags)?),
         DirectiveKind::Table => Directive::Table(block(id, &body, f, diags)?),
@@ -302,6 +313,51 @@ pub fn parse(
 
 /// A seed listed twice in `seeds` would count twice in every mean and spread over the
 /// run's seeds: an error at the second one.
+/// A run block's `contrast = { with = "run", varies = ["key", …] }`, read apart from the
+/// run spec (it decides no result: the block's text, with its lines blanked, is the spec).
+fn run_contrast(
+    body: &Body,
+) -> Result<(String, Option<Box<crate::book::contrast::Contrast>>), Diagnostic> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        contrast: Option<toml::Spanned<Written>>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Written {
+        with: toml::Spanned<String>,
+        varies: toml::Spanned<Vec<String>>,
+    }
+    let what = "run directive";
+    let head: Head = toml::from_str(body.text).map_err(|e| body.toml_error(&e, what))?;
+    let Some(c) = head.contrast else {
+        return Ok((body.text.to_string(), None));
+    };
+    let span = c.span();
+    let c = c.into_inner();
+    if c.varies.get_ref().is_empty() {
+        return Err(Diagnostic::error(
+            Code::Confounded,
+            Some(body.span(c.varies.span())),
+            "a contrast that varies nothing",
+        )
+        .hint("name the keys the run varies, e.g. `varies = [\"train.warmup\"]`"));
+    }
+    let mut rest = body.text.as_bytes().to_vec();
+    crate::book::kinds::blank_lines(&mut rest, span.clone());
+    let contrast = crate::book::contrast::Contrast {
+        with: c.with.get_ref().clone(),
+        varies: c.varies.get_ref().clone(),
+        span: body.span(span),
+        with_span: body.span(c.with.span()),
+        varies_span: body.span(c.varies.span()),
+    };
+    Ok((
+        String::from_utf8(rest).unwrap_or_default(),
+        Some(Box::new(contrast)),
+    ))
+}
+
 fn repeated_seed(body: &Body) -> Option<Diagnostic> {
     // Other fields are ignored here: the run spec itself was read already.
     #[derive(serde::Deserialize)]

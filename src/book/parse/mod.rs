@@ -242,6 +242,26 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
     reserved_ids(&chapters, &config, sources, diags);
     let store = store_of(root, &config, file, diags);
     let editions = editions_of(&config, file, diags);
+    for key in config.lints.keys() {
+        if !Code::named(key.get_ref()).is_some_and(Code::is_lint) {
+            let lints: Vec<&str> = Code::ALL
+                .iter()
+                .filter(|c| c.is_lint())
+                .map(|c| c.name())
+                .collect();
+            diags.push(
+                Diagnostic::error(
+                    Code::Toml,
+                    Some(Span {
+                        file,
+                        range: key.span(),
+                    }),
+                    format!("`{}` is not a lint", key.get_ref()),
+                )
+                .hint(format!("the lints a book can set: {}", lints.join(", "))),
+            );
+        }
+    }
     Some(Book {
         root: root.to_path_buf(),
         config,

@@ -82,7 +82,7 @@ fn directives_are_typed() {
     let dirs: Vec<&Directive> = c.directives().map(|d| &d.node).collect();
     assert_eq!(dirs.len(), 3);
     assert!(
-        matches!(dirs[0], Directive::Run { id, spec } if id == "short" && spec.seed == Some(3))
+        matches!(dirs[0], Directive::Run { id, spec, .. } if id == "short" && spec.seed == Some(3))
     );
     match dirs[1] {
         Directive::Figure(b) => {

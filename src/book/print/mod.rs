@@ -110,7 +110,7 @@ pub fn edition_with(
         root: &book.root,
         book,
         results,
-        env: crate::book::expr::environment(),
+        env: crate::book::expr::book_environment(&book.config),
         templates: Templates::new(&book.root),
         labels,
         files: HashMap::new(),
@@ -336,15 +336,7 @@ impl<'a> Printer<'a> {
         b.runs
             .iter()
             .zip(b.run_labels())
-            .map(|(id, label)| {
-                let produced = results.by_run.get(id)?;
-                Some(RunData {
-                    id,
-                    label,
-                    seeds: produced.iter().map(|p| &p.result).collect(),
-                    entries: produced.iter().map(|p| p.dir.as_path()).collect(),
-                })
-            })
+            .map(|(id, label)| RunData::of(results, id, label))
             .collect()
     }
 

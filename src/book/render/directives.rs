@@ -28,7 +28,7 @@ fn resolve<'r, K>(
 ) -> Option<Vec<RunData<'r>>> {
     let mut out = Vec::new();
     for (id, label) in b.runs.iter().zip(b.run_labels()) {
-        let Some(produced) = results.by_run.get(id) else {
+        let Some(run) = RunData::of(results, id, label) else {
             if results.plans.iter().any(|p| &p.id == id) {
                 // Declared, but it failed or could not train (`--offline` and not in the
                 // cache): its own error says why.
@@ -42,12 +42,7 @@ fn resolve<'r, K>(
             ));
             return None;
         };
-        out.push(RunData {
-            id,
-            label,
-            seeds: produced.iter().map(|p| &p.result).collect(),
-            entries: produced.iter().map(|p| p.dir.as_path()).collect(),
-        });
+        out.push(run);
     }
     Some(out)
 }
@@ -65,10 +60,11 @@ impl Renderer<'_> {
         let Some(runs) = resolve(&mut self.diags, results, b, "this figure", span) else {
             return String::new();
         };
+        let differs = crate::book::contrast::side_by_side_lines(&b.runs, &results.plans);
         match b.kind.get().draw(&runs) {
             Ok(svg) => self.html(
                 "partials/figure.html",
-                context! { id => &b.id, label, caption => Value::from_safe_string(caption.into()), svg },
+                context! { id => &b.id, label, caption => Value::from_safe_string(caption.into()), svg, differs },
             ),
             Err(d) => {
                 self.diags.push(d.at(span.clone()));
@@ -100,7 +96,8 @@ impl Renderer<'_> {
             Some(rows) => self.html(&b.kind.template(), rows),
             None => String::new(),
         };
-        self.wrap_table(&b.id, label, caption, &table)
+        let differs = crate::book::contrast::side_by_side_lines(&b.runs, &results.plans);
+        self.wrap_table(&b.id, label, caption, &table, &differs)
     }
 
     /// A numbered table (directive or captioned markdown): `partials/table.html`.
@@ -110,6 +107,7 @@ impl Renderer<'_> {
         label: &str,
         caption: &str,
         table: &str,
+        differs: &[String],
     ) -> String {
         self.html(
             "partials/table.html",
@@ -118,6 +116,7 @@ impl Renderer<'_> {
                 label,
                 caption => Value::from_safe_string(caption.into()),
                 table => Value::from_safe_string(table.into()),
+                differs,
             },
         )
     }

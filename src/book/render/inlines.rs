@@ -6,8 +6,9 @@ use super::Renderer;
 use crate::book::claims::{self, Check, ClaimKind, ClaimRecord, Operand, Verdict};
 use crate::book::codes::Code;
 use crate::book::diag::{Diagnostic, Span};
-use crate::book::expr;
+use crate::book::expr::{self, words};
 use crate::book::parse::{Chapter, Inline, Tolerance};
+use crate::book::{contrast, loso};
 use minijinja::{context, Value};
 
 /// What an inline construct renders as: HTML, and the plain text search indexes.
@@ -309,6 +310,8 @@ impl Renderer<'_> {
             return (Verdict::Error, values);
         }
         if v.is_true() {
+            self.fragile(expr, at);
+            self.comparison(expr, at);
             return (Verdict::Ok, values);
         }
         let mut d = Diagnostic::error(
@@ -317,13 +320,179 @@ impl Renderer<'_> {
             "asserted statement does not hold",
         )
         .label(format!("false: {expr}"));
-        for op in &values {
+        // A whole result (`copy.runs = [{…}, {…}]`) says nothing: each seed's verdict does.
+        for op in values.iter().filter(|op| !op.value.contains("{…}")) {
             d = d.note(format!("{} = {}", op.expr, op.value));
+        }
+        for l in loso::alone(&self.env, expr::run_values(self.results), expr) {
+            let v = l.value.as_ref().map_or_else(
+                |e| format!("cannot be evaluated ({e})"),
+                expr::as_short_text,
+            );
+            d = d.note(format!("with seed {} of `{}` alone: {v}", l.seed, l.run));
         }
         self.diags.push(d.hint(
             "rewrite the statement (and its condition) to what the runs show; `--bless` never rewrites an assertion",
         ));
         (Verdict::False, values)
+    }
+
+    /// A claim that compares runs: those differing in more than one key need a declared
+    /// contrast (`undeclared-comparison`), and two ensembles that share seeds, compared by
+    /// their unpaired means, are better compared seed by seed (`unpaired`).
+    fn comparison(&mut self, expr: &str, at: &Span) {
+        // Each statement of a condition on its own: `a.x < a.y and b.x < b.y` compares nothing.
+        let found = contrast::atoms(expr)
+            .into_iter()
+            .find_map(|atom| contrast::undeclared(&self.runs_in(atom), &self.results.plans));
+        if let Some((a, b, ds)) = found {
+            self.diags.push(
+                Diagnostic::warning(
+                    Code::UndeclaredComparison,
+                    Some(at.clone()),
+                    format!("this compares `{a}` with `{b}`, which differ in {} keys, and no contrast is declared between them", ds.len()),
+                )
+                .label(contrast::prose(&ds))
+                .hint(format!(
+                    "declare what `{a}` varies in its run block (`contrast = {{ with = \"{b}\", varies = [\"{}\"] }}`) and say it in the sentence (`{{=differs({a}, {b})}}`), or compare runs that differ in one key",
+                    ds.iter().map(|d| d.key.as_str()).collect::<Vec<_>>().join("\", \"")
+                )),
+            );
+        }
+        if expr.contains("paired(") || !expr.contains("mean(") {
+            return;
+        }
+        let values = expr::run_values(self.results);
+        let ensembles = loso::ensembles_read(expr, values);
+        let seeds = |id: &str| -> Vec<u64> {
+            self.results
+                .plans
+                .iter()
+                .find(|p| p.id == id)
+                .map(|p| p.seeds.clone())
+                .unwrap_or_default()
+        };
+        for (i, a) in ensembles.iter().enumerate() {
+            for b in &ensembles[i + 1..] {
+                let shared: Vec<u64> = seeds(a)
+                    .into_iter()
+                    .filter(|s| seeds(b).contains(s))
+                    .collect();
+                if shared.len() >= 2 {
+                    self.diags.push(
+                        Diagnostic::warning(
+                            Code::Unpaired,
+                            Some(at.clone()),
+                            format!("this compares the means of `{a}` and `{b}`, which share seeds {}: same initialisation, same batches", series_of(&shared)),
+                        )
+                        .hint(format!(
+                            "compare them seed by seed: `paired({a}, {b}, 'EXPR')` gives the differences, their mean and standard error, and in how many seeds one is above the other"
+                        )),
+                    );
+                    return;
+                }
+            }
+        }
+    }
+
+    /// A true assertion that one seed decides: re-evaluated with each seed of each ensemble
+    /// it reads left out, false without one of them (`crate::book::loso`).
+    fn fragile(&mut self, expr: &str, at: &Span) {
+        let left = loso::evaluations(&self.env, expr::run_values(self.results), expr);
+        let deciders = loso::fragile(&left);
+        let Some((run, seed)) = deciders.first() else {
+            return;
+        };
+        let of = left.iter().filter(|l| &l.run == run).count();
+        let mut d = Diagnostic::warning(
+            Code::Fragile,
+            Some(at.clone()),
+            format!(
+                "this statement holds with all {of} seeds of `{run}`, but not without seed {seed}"
+            ),
+        )
+        .label(format!(
+            "false when seed {seed} of `{run}` is left out: {expr}"
+        ));
+        for (r, s) in &deciders[1..] {
+            d = d.note(format!("it is false without seed {s} of `{r}` too"));
+        }
+        self.diags.push(d.hint(
+            "say what every seed shows, hedge it (\"in 2 of 3 seeds\"), or give the runs more seeds",
+        ));
+    }
+
+    /// A checked figure quoted to finer digits than its ensembles' seeds earn: the jackknife
+    /// standard error of its leave-one-seed-out values is larger than its last digit.
+    fn precision(
+        &mut self,
+        quoted: &str,
+        span: &Span,
+        expr: &str,
+        value: &Value,
+        tolerance: Option<Tolerance>,
+    ) {
+        let left = loso::evaluations(&self.env, expr::run_values(self.results), expr);
+        let Some((unit, decimals, percent)) = loso::resolution(quoted) else {
+            return;
+        };
+        let Some(se) = loso::jackknife_se(&left, percent).filter(|se| *se > 0.0 && se.is_finite())
+        else {
+            return;
+        };
+        let earned = loso::earned_decimals(se);
+        let sci = matches!(claims::parse_quote(quoted), claims::Quote::Number { ref format, .. } if format.sci.is_some());
+        // The resolution the seeds allow: the standard error's first significant digit. A
+        // plain quote without a tolerance can be written no coarser than whole units, so
+        // that is all it is held to; a tolerance is held to the full resolution.
+        let needed = 10f64.powi(-earned);
+        let (resolution, allowed) = match tolerance {
+            Some(Tolerance::Absolute(a)) => (a, needed),
+            Some(Tolerance::Relative(p)) => (
+                expr::as_f64(value).map_or(0.0, |v| {
+                    (if percent { v * 100.0 } else { v }).abs() * p / 100.0
+                }),
+                needed,
+            ),
+            None if sci => (unit, needed),
+            None => (unit, needed.min(1.0)),
+        };
+        if resolution >= allowed * (1.0 - 1e-9) {
+            return;
+        }
+        let points = if percent { " points" } else { "" };
+        let se_text = expr::trim_float(se);
+        let earned_text = match earned {
+            e if e > 1 => format!("{e} decimals"),
+            1 => "one decimal".to_string(),
+            0 => "whole units".to_string(),
+            e => format!("nothing finer than {}{points}", 10f64.powi(-e)),
+        };
+        let shows = match decimals {
+            0 => "whole units".to_string(),
+            1 => "one decimal".to_string(),
+            d => format!("{d} decimals"),
+        };
+        let hint = if earned < 0 && !sci {
+            format!("quote it with a tolerance as wide as its spread, e.g. `~ {}`, or give the runs more seeds", 10f64.powi(-earned))
+        } else {
+            format!("quote it to {earned_text}, or give the runs more seeds")
+        };
+        self.diags.push(
+            Diagnostic::warning(
+                Code::Precision,
+                Some(span.clone()),
+                format!("`{quoted}` shows {shows}, but its seeds earn {earned_text}"),
+            )
+            .label(format!(
+                "leave-one-seed-out standard error {se_text}{points}"
+            ))
+            .note(format!(
+                "{} re-evaluations of `{expr}`, each without one seed",
+                left.len()
+            ))
+            .hint(hint),
+        );
     }
 
     /// Whether an expression evaluates without any run: a constant.
@@ -372,7 +541,11 @@ impl Renderer<'_> {
             };
         }
         let (verdict, formatted) = match claims::check(quoted, &val, tolerance) {
-            Check::Holds { formatted } => (Verdict::Ok, Some(formatted)),
+            Check::Holds { formatted } => {
+                self.precision(quoted, quoted_span, expr, &val, tolerance);
+                self.comparison(expr, quoted_span);
+                (Verdict::Ok, Some(formatted))
+            }
             Check::Drift { recomputed } => {
                 self.diags.push(
                     Diagnostic::error(
@@ -468,63 +641,21 @@ impl Renderer<'_> {
         v
     }
 
-    /// Whether `expr` names a run the book declares but that has no result.
-    fn names_unproduced_run(&self, expr: &str) -> bool {
-        words(expr).any(|w| {
-            !self.results.by_run.contains_key(w) && self.results.plans.iter().any(|p| p.id == w)
-        })
-    }
-
     /// Evaluates an expression, turning failures into diagnostics at `span`.
     fn eval(&mut self, expr: &str, span: &Span) -> Option<Value> {
         if expr.trim().is_empty() {
             return None; // reported when the chapter was parsed (`empty-expression`)
         }
-        if let Err(e) = self.env.compile_expression(expr) {
-            self.diags.push(
-                Diagnostic::error(
-                    Code::Expression,
-                    Some(span.clone()),
-                    "cannot parse this expression",
-                )
-                .label(e.to_string())
-                .hint("expressions look like `reference.train.test.accuracy`"),
-            );
-            return None;
-        }
-        match expr::evaluate(&self.env, expr, &self.ctx) {
+        match expr::evaluate_or_report(&self.env, &self.ctx, self.results, expr, span) {
             Ok(v) => Some(v),
-            // A declared run without a result failed, or did not train because the book
-            // has errors: both are reported already, and this would only repeat them.
-            Err(_) if self.names_unproduced_run(expr) => None,
-            Err(e) => {
-                let first = words(expr).find(|w| !w.is_empty()).unwrap_or("");
-                let known_run = self.results.by_run.contains_key(first)
-                    || !expr::operands(expr, &|n| self.results.by_run.contains_key(n)).is_empty();
-                let d = Diagnostic::error(
-                    Code::Expression,
-                    Some(span.clone()),
-                    format!("cannot evaluate `{expr}`"),
-                )
-                .label(e);
-                let d = if known_run {
-                    d.hint("see the run's result.json (Runs appendix) for the available fields")
-                } else {
-                    d.hint(format!(
-                        "`{first}` is not a run; declared runs: {}",
-                        self.results.declared().join(", ")
-                    ))
-                };
-                self.diags.push(d);
+            Err(d) => {
+                // `None`: a declared run without a result failed, or did not train because
+                // the book has errors: both are reported already.
+                self.diags.extend(d);
                 None
             }
         }
     }
-}
-
-/// The words of an expression that could name runs: runs of letters, digits, `_` and `-`.
-fn words(expr: &str) -> impl Iterator<Item = &str> {
-    expr.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '-'))
 }
 
 /// Where a reference's preview goes, until every target's preview is known:
@@ -559,4 +690,14 @@ pub(super) fn fill_previews(
     }
     out.push_str(rest);
     out
+}
+
+/// `0, 1 and 2`.
+fn series_of(seeds: &[u64]) -> String {
+    let s: Vec<String> = seeds.iter().map(u64::to_string).collect();
+    match s.as_slice() {
+        [] => String::new(),
+        [one] => one.clone(),
+        [init @ .., last] => format!("{} and {last}", init.join(", ")),
+    }
 }

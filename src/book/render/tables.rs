@@ -24,7 +24,7 @@ impl Renderer<'_> {
         let (body, text) = self.inline_html(&ch.nodes[i..=close], inlines);
         search.push(&text);
         let Some(cap) = table_caption(ch, i) else {
-            return (self.wrap_table("", "", "", &body), close + 1);
+            return (self.wrap_table("", "", "", &body, &[]), close + 1);
         };
         counts.tables += 1;
         let (caption, caption_text) = self.inline_html(&cap.inner, inlines);
@@ -35,6 +35,9 @@ impl Renderer<'_> {
             .unwrap_or_default();
         let id = cap.id.as_deref().unwrap_or_default();
         self.preview(id, &caption_text);
-        (self.wrap_table(id, label, caption.trim(), &body), cap.end)
+        (
+            self.wrap_table(id, label, caption.trim(), &body, &[]),
+            cap.end,
+        )
     }
 }

@@ -39,6 +39,8 @@ pub struct RunPlan {
     pub span: Span,
     /// Which seeds' weights something in the book reads (the store keeps only those).
     pub weights: Option<crate::book::store::WeightsRead>,
+    /// What the run block declares it varies against another run (`contrast`).
+    pub contrast: Option<crate::book::contrast::Contrast>,
 }
 
 /// One (run, seed) to produce.
@@ -110,6 +112,9 @@ pub struct Results {
     pub by_run: BTreeMap<String, Vec<Produced>>,
     /// One line per job: cached, or why it ran.
     pub report: Vec<String>,
+    /// Each run as expressions see it, converted once on first use and shared by every
+    /// claim, insert and table of both renderers (`expr::run_values`).
+    pub values: std::sync::OnceLock<std::sync::Arc<BTreeMap<String, minijinja::Value>>>,
 }
 
 impl Results {

@@ -13,12 +13,16 @@ use revtx_spec::profile::Profile;
 /// or an earlier run of the book.
 pub fn plan(book: &Book, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
     let mut plans: Vec<RunPlan> = Vec::new();
+    let mut contrasts = Vec::new();
     let read = crate::book::store::weights_read(book, sources);
     for ch in &book.chapters {
         for d in ch.directives() {
-            let Directive::Run { id, spec } = &d.node else {
+            let Directive::Run { id, spec, contrast } = &d.node else {
                 continue;
             };
+            if let Some(c) = contrast {
+                contrasts.push((id.clone(), (**c).clone()));
+            }
             if plans.iter().any(|p| p.id == *id) {
                 continue; // a second declaration: `duplicate-id`, at it, says so
             }
@@ -97,12 +101,14 @@ pub fn plan(book: &Book, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Vec<
                         seeds: spec.seed_list(),
                         span: d.span.clone(),
                         weights: read.get(id.as_str()).copied(),
+                        contrast: contrast.as_deref().cloned(),
                     });
                 }
                 Err(e) => diags.push(unfit(sources, &d.span, id, spec, &base, e)),
             }
         }
     }
+    crate::book::contrast::check(&contrasts, &plans, diags);
     plans
 }
 

@@ -30,22 +30,18 @@ fn at_least_one<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(String, S
     Ok(columns)
 }
 
-/// A run as expressions see it (`expr::run_value`): an ensemble is a run of several seeds.
-fn as_expression(run: &RunData) -> serde_json::Value {
-    crate::book::expr::run_value(&run.seeds, run.seeds.len() > 1)
-}
-
 impl Table for Spec {
     fn rows(&self, runs: &[RunData], env: &Environment<'static>) -> Result<Value, crate::book::diag::Diagnostic> {
-        let all: serde_json::Map<String, serde_json::Value> = runs
+        // Each run as expressions see it (`RunData::value`): shared, never converted again.
+        let all: std::collections::BTreeMap<String, Value> = runs
             .iter()
-            .map(|r| (r.id.to_string(), as_expression(r)))
+            .map(|r| (r.id.to_string(), r.value.clone()))
             .collect();
         let mut rows = Vec::new();
         for r in runs {
             let mut scope = all.clone();
-            scope.insert("run".into(), as_expression(r));
-            let scope = Value::from_serialize(serde_json::Value::Object(scope));
+            scope.insert("run".into(), r.value.clone());
+            let scope = Value::from(scope);
             let cells = self
                 .columns
                 .iter()
