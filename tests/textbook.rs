@@ -38,26 +38,7 @@ fn the_textbook_builds_with_one_run_for_three_parts() {
     );
     assert_eq!(ran.len(), 3, "{:?}", runs_of(&out));
     assert_eq!(out.chapters.len(), 3);
-    // The named expression, its two uses, the paired statement, and what the figures' runs
-    // differ in, on the page and in the Runs appendix.
-    let details = page(&p, "appendix-a.html");
-    // fig-lengths sets two runs side by side; fig-similar draws one run twice, and says nothing.
-    assert_eq!(
-        details.matches("What its runs differ in").count(),
-        1,
-        "{details}"
-    );
-    assert!(details.contains("pair against tiny: the same configuration, other seeds"));
-    assert!(
-        details.contains("paired(pair, tiny"),
-        "the paired statement's tooltip"
-    );
-    let runs = page(&p, "runs.html");
-    assert!(
-        runs.contains("Named expressions") && runs.contains("<code>fall(run)</code>"),
-        "{runs}"
-    );
-    assert!(runs.contains("What each comparison varies"));
+    comparisons_and_names(&p);
 
     let t = std::time::Instant::now();
     let again = revtx_book::book::build(&p.options(true));
@@ -177,4 +158,27 @@ fn the_plan_covers_every_part_of_the_book() {
         after.contains("0 of 3 distinct runs to train: 0 s one after another"),
         "nothing left to train, and no \"-0 s\":\n{after}"
     );
+}
+
+/// The named expression, its two uses, the paired statement, and what the figures' runs
+/// differ in, on the page and in the Runs appendix.
+fn comparisons_and_names(p: &Project) {
+    let details = page(p, "appendix-a.html");
+    // fig-lengths sets two runs side by side; fig-similar draws one run twice, and says nothing.
+    assert_eq!(
+        details.matches("What its runs differ in").count(),
+        1,
+        "{details}"
+    );
+    assert!(details.contains("pair against tiny: the same configuration, other seeds"));
+    assert!(
+        details.contains("paired(pair, tiny"),
+        "the paired statement's tooltip"
+    );
+    let runs = page(p, "runs.html");
+    assert!(
+        runs.contains("Named expressions") && runs.contains("<code>fall(run)</code>"),
+        "{runs}"
+    );
+    assert!(runs.contains("What each comparison varies"));
 }
