@@ -156,6 +156,15 @@ fn each_seed(
     out
 }
 
+/// Whether an expression averages something over seeds (`mean(…)`): the figures whose
+/// digits the seeds must earn. An extreme, a count or one seed's value is a fact about
+/// the draw, and its jackknife says nothing about its digits.
+pub fn averages(expr: &str) -> bool {
+    let b = expr.as_bytes();
+    expr.match_indices("mean(")
+        .any(|(i, _)| i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
+}
+
 /// The seeds whose absence turns a true assertion false: `(run, seed)`.
 pub fn fragile(left: &[LeftOut]) -> Vec<(String, u64)> {
     left.iter()
@@ -297,5 +306,7 @@ mod tests {
         assert_eq!(over_precise("0.55", &left), None);
         assert!(over_precise("0.550", &left).is_some());
         assert_eq!(resolution("1.5e-3").map(|r| r.0), Some(1e-4));
+        assert!(averages("100 * mean(a.runs | pluck('x'))"));
+        assert!(!averages("max(a.runs | pluck('x'))") && !averages("geomean(x)"));
     }
 }

@@ -417,6 +417,11 @@ impl Renderer<'_> {
         for (r, s) in &deciders[1..] {
             d = d.note(format!("it is false without seed {s} of `{r}` too"));
         }
+        if deciders.iter().filter(|(r, _)| r == run).count() == of {
+            d = d.note(
+                "false without any one seed: a count of seeds written as a number (`length == 5`, `>= 2`) changes meaning when one is left out; compare it with the number of seeds (`run.seeds | length`)",
+            );
+        }
         self.diags.push(d.hint(
             "say what every seed shows, hedge it (\"in 2 of 3 seeds\"), or give the runs more seeds",
         ));
@@ -432,6 +437,11 @@ impl Renderer<'_> {
         value: &Value,
         tolerance: Option<Tolerance>,
     ) {
+        // An average of seeds is an estimate with a standard error; a seed's own value, an
+        // extreme (`max(…)`, "the calmest seed") or a count is a fact about the draw.
+        if !loso::averages(expr) {
+            return;
+        }
         let left = loso::evaluations(&self.env, expr::run_values(self.results), expr);
         let Some((unit, decimals, percent)) = loso::resolution(quoted) else {
             return;
