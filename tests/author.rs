@@ -188,6 +188,7 @@ fn init_show_run_why_and_seed_shift() {
     // The book itself still checks clean, from its own cache.
     let plain = cli(&root, &["check", "--offline"]);
     assert!(plain.status.success(), "{}", text(&plain));
+    evaluate(&root);
     shifted_site(&root);
     claims_and_widget_budget(&root);
 }
@@ -441,6 +442,28 @@ fn shifted_site(root: &Path) {
     assert!(tree(&root.join("site")) == site_before, "site/ untouched");
     std::fs::write(root.join("book/chapter-2.md"), CHAPTER).unwrap();
     std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// `eval`: an expression's value against the cache, each seed alone and left out, and the
+/// chapter's diagnostics pointing into the expression.
+fn evaluate(root: &Path) {
+    let mean = cli(root, &["eval", "mean(pair.runs | pluck('seed'))"]);
+    let said = text(&mean);
+    assert!(mean.status.success(), "{said}");
+    for line in [
+        "0.5\n",
+        "pair seed 0 alone: 0\n",
+        "pair seed 1 alone: 1\n",
+        "pair seed 0 left out: 1\n",
+    ] {
+        assert!(said.contains(line), "{line:?} in {said}");
+    }
+    let wrong = cli(root, &["eval", "pair.train.first_loss"]);
+    let said = text(&wrong);
+    assert!(!wrong.status.success(), "{said}");
+    assert!(said.contains("<eval>:1:1"), "{said}");
+    assert!(said.contains("`pair` is an ensemble of 2 seeds"), "{said}");
+    assert!(said.contains("pair.runs[0].train.first_loss"), "{said}");
 }
 
 /// `check` keeps the claims with their values, as `build` does; a widget of a model too

@@ -70,8 +70,10 @@ pub fn eval(args: &EvalArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    println!("{}", expr::as_full_text(&value));
+    let full = expr::as_full_text(&value);
+    println!("{full}");
     let values = expr::run_values(&results);
+    let mut lines = Vec::new();
     for (label, left) in [
         ("alone", loso::alone(&env, values, &args.expr)),
         ("left out", loso::evaluations(&env, values, &args.expr)),
@@ -81,7 +83,14 @@ pub fn eval(args: &EvalArgs) -> ExitCode {
                 .value
                 .as_ref()
                 .map_or_else(|e| format!("cannot be evaluated ({e})"), expr::as_full_text);
-            println!("  {} seed {} {label}: {v}", l.run, l.seed);
+            lines.push((format!("  {} seed {} {label}: ", l.run, l.seed), v));
+        }
+    }
+    if !lines.is_empty() && lines.iter().all(|(_, v)| *v == full) {
+        println!("  (the same with any seed of its ensembles alone or left out)");
+    } else {
+        for (at, v) in lines {
+            println!("{at}{v}");
         }
     }
     ExitCode::SUCCESS
