@@ -78,7 +78,7 @@ pub fn rises(xs: Vec<Value>, factor: Option<f64>) -> Result<usize, Error> {
 /// 0.01); `spikes(losses, factor, floor)` and `spikes(losses, factor, floor, window)` set
 /// the rule. `| length` counts them.
 pub fn spikes(
-    xs: Vec<Value>,
+    xs: &Value,
     factor: Option<f64>,
     floor: Option<f64>,
     window: Option<usize>,
@@ -89,10 +89,13 @@ pub fn spikes(
         floor: floor.unwrap_or(d.floor),
         window: window.unwrap_or(d.window),
     };
-    Ok(crate::book::spikes::starts_remembered(
-        &numbers(&xs)?,
-        &rule,
-    ))
+    // A loss curve is read where it is (a list is a shared `Vec<Value>`), not copied
+    // element by element into a new list first.
+    let numbers = match xs.as_object().and_then(|o| o.downcast_ref::<Vec<Value>>()) {
+        Some(list) => numbers(list)?,
+        None => numbers(&xs.try_iter()?.collect::<Vec<_>>())?,
+    };
+    Ok(crate::book::spikes::starts_remembered(&numbers, &rule))
 }
 
 /// `at(xs, steps)`: the elements of a per-step list at the given steps, numbered from one
@@ -278,6 +281,36 @@ pub fn looks(
     reason = "counts of test strings and letters, exact in an f64"
 )]
 pub fn prefix(result: Value, len: usize) -> Result<f64, Error> {
+    // A result is named by its configuration and seed (a build holds one result per
+    // pair), and its decodes are read again for every claim and every seed left out:
+    // each (result, length) is counted once per process.
+    thread_local! {
+        static SEEN: std::cell::RefCell<std::collections::HashMap<String, f64>> =
+            std::cell::RefCell::new(std::collections::HashMap::new());
+    }
+    let named = match (result.get_attr("config"), result.get_attr("seed")) {
+        (Ok(c), Ok(s)) if !c.is_undefined() && !s.is_undefined() => Some(format!("{c}|{s}|{len}")),
+        _ => None,
+    };
+    if let Some(v) = named
+        .as_ref()
+        .and_then(|k| SEEN.with(|m| m.borrow().get(k).copied()))
+    {
+        return Ok(v);
+    }
+    let v = prefix_counted(&result, len)?;
+    if let Some(k) = named {
+        SEEN.with(|m| m.borrow_mut().insert(k, v));
+    }
+    Ok(v)
+}
+
+/// [`prefix`], counted.
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "counts of test strings and letters, exact in an f64"
+)]
+fn prefix_counted(result: &Value, len: usize) -> Result<f64, Error> {
     use revtx_spec::task::{Alphabet, Task};
     let fail = |m: String| Error::new(ErrorKind::InvalidOperation, format!("prefix: {m}"));
     let data = pluck(vec![result.clone()], "config.data".into())?
