@@ -181,4 +181,10 @@ fn comparisons_and_names(p: &Project) {
         "{runs}"
     );
     assert!(runs.contains("What each comparison varies"));
+    assert!(
+        runs.contains("<code>start(run)</code>"),
+        "a chapter's named expression: {runs}"
+    );
+    let details = page(p, "appendix-a.html");
+    assert!(details.contains("from the same start (named in the first chapter)"));
 }

@@ -203,12 +203,9 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
     let runs_view = downloads(ctx.results, &mut files);
     let costs = chapter_costs(ctx);
     let comparisons = comparisons(ctx);
-    let named: Vec<minijinja::Value> = book
-        .config
-        .expressions
+    let named: Vec<minijinja::Value> = super::expr::named_expressions(book)
         .iter()
         .map(|(name, n)| {
-            let n = n.get_ref();
             context! { name, params => n.params.join(", "), expr => &n.expr, about => &n.about }
         })
         .collect();

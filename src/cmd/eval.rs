@@ -54,7 +54,7 @@ pub fn eval(args: &EvalArgs) -> ExitCode {
     }
     let mut run_diags = Vec::new();
     let results = runs::execute(plans, resolved, &opts.runs, &mut run_diags);
-    let env = expr::book_environment(&book.config);
+    let env = expr::book_environment(&book);
     let ctx = expr::context(&results);
     // The command line is its own source: a diagnostic points into the expression.
     let file = sources.add("<eval>".into(), args.expr.clone());

@@ -8,7 +8,7 @@ mod diagnose;
 mod helpers;
 mod named;
 
-pub use diagnose::{evaluate_or_report, words};
+pub use diagnose::{evaluate_or_report, words, FUNCTIONS};
 
 use super::runs::Results;
 use minijinja::{Environment, Value};
@@ -80,15 +80,34 @@ pub fn environment() -> Environment<'static> {
 
 /// [`environment`] with the book's named expressions (`[expressions]` in book.toml), each
 /// a function.
-pub fn book_environment(config: &crate::book::parse::config::BookConfig) -> Environment<'static> {
+pub fn book_environment(book: &crate::book::parse::Book) -> Environment<'static> {
     let mut env = environment();
-    let named: Vec<(String, crate::book::parse::config::NamedExpr)> = config
+    named::register(&mut env, &named_expressions(book));
+    env
+}
+
+/// The book's named expressions: book.toml's `[expressions]`, then each chapter's
+/// ```` ```expression ```` directives, in order (a name defined twice is an error the parse
+/// reported; the first definition is kept).
+pub fn named_expressions(
+    book: &crate::book::parse::Book,
+) -> Vec<(String, crate::book::parse::config::NamedExpr)> {
+    let mut out: Vec<(String, crate::book::parse::config::NamedExpr)> = book
+        .config
         .expressions
         .iter()
         .map(|(k, v)| (k.clone(), v.get_ref().clone()))
         .collect();
-    named::register(&mut env, &named);
-    env
+    for ch in &book.chapters {
+        for d in ch.directives() {
+            if let crate::book::parse::Directive::Expression { name, def } = &d.node {
+                if !out.iter().any(|(n, _)| n == name) {
+                    out.push((name.clone(), def.clone()));
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Evaluates an expression; an undefined result (a missing field) is an error too.

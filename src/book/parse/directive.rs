@@ -55,6 +55,12 @@ pub enum Directive {
     /// ```` ```notebook run ````: the chapter's notebook trains this run's configuration
     /// (book.toml's `[notebook]` says how it is written).
     Notebook { run: String },
+    /// ```` ```expression name ````: an expression named once (`params`, `expr`, `about`),
+    /// called as `name(args…)` in any chapter, like book.toml's `[expressions.name]`.
+    Expression {
+        name: String,
+        def: crate::book::parse::config::NamedExpr,
+    },
 }
 
 /// A widget directive: the models the reader can run, each a training run of the book.
@@ -159,7 +165,9 @@ impl Directive {
             Directive::Figure(b) => Some(&b.id),
             Directive::Table(b) => Some(&b.id),
             Directive::Widget(w) => Some(&w.id),
-            Directive::Include(_) | Directive::Notebook { .. } => None,
+            Directive::Include(_) | Directive::Notebook { .. } | Directive::Expression { .. } => {
+                None
+            }
         }
     }
 }
@@ -173,16 +181,18 @@ pub enum DirectiveKind {
     Include,
     Widget,
     Notebook,
+    Expression,
 }
 
 impl DirectiveKind {
-    pub const ALL: [DirectiveKind; 6] = [
+    pub const ALL: [DirectiveKind; 7] = [
         DirectiveKind::Run,
         DirectiveKind::Figure,
         DirectiveKind::Table,
         DirectiveKind::Include,
         DirectiveKind::Widget,
         DirectiveKind::Notebook,
+        DirectiveKind::Expression,
     ];
 
     /// The fence word that opens it.
@@ -194,6 +204,7 @@ impl DirectiveKind {
             DirectiveKind::Include => "include",
             DirectiveKind::Widget => "widget",
             DirectiveKind::Notebook => "notebook",
+            DirectiveKind::Expression => "expression",
         }
     }
 
@@ -286,6 +297,7 @@ pub fn parse(
                 }
             },
         },
+        DirectiveKind::Expression => expression(id, f, &body, diags)?,
         DirectiveKind::Figure => Directive::Figure(block(id, &body, f, diags)?),
         DirectiveKind::Table => Directive::Table(block(id, &body, f, diags)?),
         DirectiveKind::Widget => Directive::Widget(widget(id, &body, diags)?),
@@ -313,6 +325,37 @@ pub fn parse(
 
 /// A seed listed twice in `seeds` would count twice in every mean and spread over the
 /// run's seeds: an error at the second one.
+/// An ```` ```expression name ```` directive: a name an expression can call, and its TOML.
+fn expression(
+    id: String,
+    f: &Fence,
+    body: &Body,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Directive> {
+    let ident = id
+        .bytes()
+        .enumerate()
+        .all(|(i, b)| b == b'_' || b.is_ascii_lowercase() || (i > 0 && b.is_ascii_digit()));
+    if !ident {
+        diags.push(
+            Diagnostic::error(
+                Code::Directive,
+                Some(f.span.clone()),
+                format!("`{id}` cannot name an expression"),
+            )
+            .hint("an expression's name is a word of lowercase letters, digits and `_`, e.g. `distinct_share`"),
+        );
+        return None;
+    }
+    match toml::from_str::<crate::book::parse::config::NamedExpr>(f.body) {
+        Ok(def) => Some(Directive::Expression { name: id, def }),
+        Err(e) => {
+            diags.push(body.toml_error(&e, "expression directive"));
+            None
+        }
+    }
+}
+
 /// A run block's `contrast = { with = "run", varies = ["key", …] }`, read apart from the
 /// run spec (it decides no result: the block's text, with its lines blanked, is the spec).
 fn run_contrast(

@@ -240,6 +240,7 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
         crate::book::cite::check(bibliography.as_ref(), &chapters, diags);
     }
     reserved_ids(&chapters, &config, sources, diags);
+    named_once(&chapters, &config, file, diags);
     let store = store_of(root, &config, file, diags);
     let editions = editions_of(&config, file, diags);
     for key in config.lints.keys() {
@@ -544,6 +545,66 @@ fn duplicate_ids(chapters: &[Chapter], sources: &Sources, diags: &mut Vec<Diagno
 /// Ids the compiler gives sections of its own: `references` in a chapter that cites, and
 /// `answers` in one with answers when book.toml collects them at the end. An author's id
 /// that takes one is an error at it.
+/// Each named expression is named once, in book.toml or in one chapter, and never with a
+/// helper's name (it would hide the helper from every chapter).
+fn named_once(
+    chapters: &[Chapter],
+    config: &BookConfig,
+    file: FileId,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let helper = |n: &str| {
+        crate::book::expr::FUNCTIONS.contains(&n)
+            || ["range", "dict", "namespace", "debug"].contains(&n)
+    };
+    let mut seen: Vec<String> = Vec::new();
+    for (name, def) in &config.expressions {
+        let at = Span {
+            file,
+            range: def.span(),
+        };
+        if helper(name) {
+            diags.push(
+                Diagnostic::error(
+                    Code::DuplicateId,
+                    Some(at),
+                    format!("the expression `{name}` would hide the helper of that name"),
+                )
+                .hint("give it another name"),
+            );
+        }
+        seen.push(name.clone());
+    }
+    for ch in chapters {
+        for d in ch.directives() {
+            let Directive::Expression { name, .. } = &d.node else {
+                continue;
+            };
+            if helper(name) {
+                diags.push(
+                    Diagnostic::error(
+                        Code::DuplicateId,
+                        Some(d.span.clone()),
+                        format!("the expression `{name}` would hide the helper of that name"),
+                    )
+                    .hint("give it another name"),
+                );
+            } else if seen.contains(name) {
+                diags.push(
+                    Diagnostic::error(
+                        Code::DuplicateId,
+                        Some(d.span.clone()),
+                        format!("the expression `{name}` is named twice"),
+                    )
+                    .label("an expression is named once, in book.toml or in one chapter")
+                    .hint("give this one another name, or remove one of the two"),
+                );
+            }
+            seen.push(name.clone());
+        }
+    }
+}
+
 fn reserved_ids(
     chapters: &[Chapter],
     config: &BookConfig,

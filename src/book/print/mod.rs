@@ -110,7 +110,7 @@ pub fn edition_with(
         root: &book.root,
         book,
         results,
-        env: crate::book::expr::book_environment(&book.config),
+        env: crate::book::expr::book_environment(book),
         templates: Templates::new(&book.root),
         labels,
         files: HashMap::new(),

@@ -361,7 +361,9 @@ impl Printer<'_> {
     /// a note; nothing for a run.
     fn directive(&mut self, w: &mut Walk, d: &Spanned<Directive>, number: &str) -> String {
         match &d.node {
-            Directive::Run { .. } | Directive::Notebook { .. } => String::new(),
+            Directive::Run { .. } | Directive::Notebook { .. } | Directive::Expression { .. } => {
+                String::new()
+            }
             Directive::Widget(widget) => self.widget(&widget.id, &w.ch.slug),
             Directive::Include(listing) => {
                 let chapter = match w.ch.place {

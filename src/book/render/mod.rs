@@ -198,7 +198,7 @@ pub fn render(
         root: &book.root,
         results,
         sources,
-        env: super::expr::book_environment(&book.config),
+        env: super::expr::book_environment(book),
         ctx: super::expr::context(results),
         katex,
         partials: html::Partials::new(&book.root),

@@ -369,7 +369,7 @@ impl Renderer<'_> {
         search: &mut Search,
     ) -> String {
         match &d.node {
-            Directive::Run { .. } => String::new(),
+            Directive::Run { .. } | Directive::Expression { .. } => String::new(),
             Directive::Widget(w) => self.widget(w, &d.span),
             Directive::Notebook { run } => {
                 self.notebook(run, &d.span);
