@@ -4,7 +4,7 @@
 
 use super::Common;
 use clap::Args;
-use revtx_book::book::{diag, expr, loso, parse, runs};
+use revtx_book::book::{diag, expr, loso, runs};
 use std::process::ExitCode;
 
 #[derive(Args)]
@@ -19,16 +19,15 @@ pub struct EvalArgs {
 pub fn eval(args: &EvalArgs) -> ExitCode {
     let mut opts = args.common.options(None, false);
     opts.runs.offline = true;
-    let mut sources = diag::Sources {
-        root: opts.root.clone(),
-        ..Default::default()
-    };
-    let mut diags = Vec::new();
-    let Some(book) = parse::load(&opts.root, &mut sources, &mut diags) else {
-        diag::emit_stderr(&diags, &sources);
+    let Some(super::Planned {
+        mut sources,
+        book,
+        plans,
+        mut diags,
+    }) = super::planned(&opts.root)
+    else {
         return ExitCode::FAILURE;
     };
-    let plans = runs::plan(&book, &sources, &mut diags);
     if diags.iter().any(|d| d.severity == diag::Severity::Error) {
         diag::emit_stderr(&diags, &sources);
         return ExitCode::FAILURE;

@@ -67,6 +67,38 @@ pub struct Common {
     pub deny_warnings: bool,
 }
 
+/// A book read and its runs planned, for the commands that read runs without building:
+/// `show`, `eval`, `run`.
+pub struct Planned {
+    pub sources: revtx_book::book::diag::Sources,
+    pub book: revtx_book::book::parse::Book,
+    pub plans: Vec<runs::RunPlan>,
+    /// What reading and planning reported (not printed yet).
+    pub diags: Vec<revtx_book::book::diag::Diagnostic>,
+}
+
+/// Reads the book at `root` and plans its runs; `None` when it cannot be read, its
+/// diagnostics printed.
+pub fn planned(root: &std::path::Path) -> Option<Planned> {
+    use revtx_book::book::{diag, parse};
+    let mut sources = diag::Sources {
+        root: root.to_path_buf(),
+        ..Default::default()
+    };
+    let mut diags = Vec::new();
+    let Some(book) = parse::load(root, &mut sources, &mut diags) else {
+        diag::emit_stderr(&diags, &sources);
+        return None;
+    };
+    let plans = runs::plan(&book, &sources, &mut diags);
+    Some(Planned {
+        sources,
+        book,
+        plans,
+        diags,
+    })
+}
+
 /// `--jobs N`: a count of engine processes, so at least one.
 pub fn parse_jobs(s: &str) -> Result<usize, String> {
     match s.parse::<usize>() {

@@ -4,7 +4,7 @@
 //! the engine's own `run`.
 
 use clap::{CommandFactory, Parser};
-use revtx_book::book::{diag, numerics, parse, runs};
+use revtx_book::book::{diag, numerics, runs};
 use revtx_spec::experiments::{RunConfig, PRESETS};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -116,16 +116,15 @@ pub fn route(args: &[String]) -> Route {
 /// engine's, unless `--root` was given (which the engine has no use for).
 fn train(req: Request, root: &Path, root_given: bool) -> Route {
     let opts = req.common.options(None, false);
-    let mut sources = diag::Sources {
-        root: opts.root.clone(),
-        ..Default::default()
-    };
-    let mut diags = Vec::new();
-    let Some(book) = parse::load(&opts.root, &mut sources, &mut diags) else {
-        diag::emit_stderr(&diags, &sources);
+    let Some(super::Planned {
+        mut sources,
+        plans,
+        mut diags,
+        ..
+    }) = super::planned(&opts.root)
+    else {
         return Route::Done(ExitCode::FAILURE);
     };
-    let plans = runs::plan(&book, &sources, &mut diags);
     let declared: Vec<String> = plans.iter().map(|p| p.id.clone()).collect();
     let Some(mut plan) = plans.into_iter().find(|p| p.id == req.id) else {
         if RunConfig::preset(&req.id).is_some() && !root_given {

@@ -4,7 +4,7 @@
 
 use super::Common;
 use clap::Args;
-use revtx_book::book::{diag, parse, runs};
+use revtx_book::book::{diag, runs};
 use serde_json::Value;
 use std::process::ExitCode;
 
@@ -26,16 +26,15 @@ const LONG_LIST: usize = 8;
 
 pub fn show(args: &ShowArgs) -> ExitCode {
     let opts = args.common.options(None, false);
-    let mut sources = diag::Sources {
-        root: opts.root.clone(),
-        ..Default::default()
-    };
-    let mut diags = Vec::new();
-    let Some(book) = parse::load(&opts.root, &mut sources, &mut diags) else {
-        diag::emit_stderr(&diags, &sources);
+    let Some(super::Planned {
+        sources,
+        plans,
+        mut diags,
+        ..
+    }) = super::planned(&opts.root)
+    else {
         return ExitCode::FAILURE;
     };
-    let plans = runs::plan(&book, &sources, &mut diags);
     let Some(plan) = plans.iter().find(|p| p.id == args.run) else {
         let declared: Vec<&str> = plans.iter().map(|p| p.id.as_str()).collect();
         diags.push(diag::Diagnostic::unknown_run(
