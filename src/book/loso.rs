@@ -234,17 +234,54 @@ pub fn earned_decimals(se: f64) -> i32 {
     -e
 }
 
-/// A quoted figure finer than its seeds allow: the decimals it shows, those it earned, and
-/// the standard error, when `unit` (the quote's last digit) is below the standard error's
-/// first significant digit.
-pub fn over_precise(quoted: &str, left: &[LeftOut]) -> Option<(i32, i32, f64, bool)> {
-    let (unit, decimals, percent) = resolution(quoted)?;
-    let se = jackknife_se(left, percent)?;
-    if !(se > 0.0 && se.is_finite()) {
+/// A quoted figure finer than its seeds allow.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OverPrecise {
+    /// The decimals the quote shows, and those its standard error earns (negative: tens…).
+    pub decimals: i32,
+    pub earned: i32,
+    /// The jackknife standard error, in the quote's units.
+    pub se: f64,
+    pub percent: bool,
+    pub sci: bool,
+}
+
+/// Whether `quoted` (with its tolerance, `value` its figure) is finer than the resolution
+/// its seeds allow, the first significant digit of its jackknife standard error. A plain
+/// quote without a tolerance can be written no coarser than whole units, so that is all it
+/// is held to; a tolerance, or a quote in scientific notation, is held to the full
+/// resolution.
+pub fn over_precise(
+    quoted: &str,
+    left: &[LeftOut],
+    tolerance: Option<crate::book::parse::Tolerance>,
+    value: Option<f64>,
+) -> Option<OverPrecise> {
+    use crate::book::parse::Tolerance;
+    let Quote::Number { format, .. } = parse_quote(quoted) else {
         return None;
-    }
+    };
+    let (unit, decimals, percent) = resolution(quoted)?;
+    let sci = format.sci.is_some();
+    let se = jackknife_se(left, percent).filter(|se| *se > 0.0 && se.is_finite())?;
     let earned = earned_decimals(se);
-    (unit < 10f64.powi(-earned) * (1.0 - 1e-9)).then_some((decimals, earned, se, percent))
+    let needed = 10f64.powi(-earned);
+    let (resolution, allowed) = match tolerance {
+        Some(Tolerance::Absolute(a)) => (a, needed),
+        Some(Tolerance::Relative(p)) => {
+            let v = value.unwrap_or(0.0) * if percent { 100.0 } else { 1.0 };
+            (v.abs() * p / 100.0, needed)
+        }
+        None if sci => (unit, needed),
+        None => (unit, needed.min(1.0)),
+    };
+    (resolution < allowed * (1.0 - 1e-9)).then_some(OverPrecise {
+        decimals,
+        earned,
+        se,
+        percent,
+        sci,
+    })
 }
 
 #[cfg(test)]
@@ -296,15 +333,23 @@ mod tests {
         // standard error sd/√n) → 24.2 points, which earns not even the units.
         let se = jackknife_se(&left, true).unwrap();
         assert!((se - 24.21).abs() < 0.01, "{se}");
-        assert_eq!(over_precise("68.3%", &left), Some((1, -1, se, true)));
-        assert_eq!(over_precise("70%", &left).map(|p| p.1), Some(-1));
+        let strict = Some(crate::book::parse::Tolerance::Absolute(1.0));
+        let p = over_precise("68.3%", &left, None, None).unwrap();
+        assert_eq!((p.decimals, p.earned, p.se, p.percent), (1, -1, se, true));
+        // A whole percentage is as coarse as a plain quote gets; held to ±1 point it is
+        // still finer than the 24-point spread.
+        assert_eq!(over_precise("70%", &left, None, None), None);
+        assert_eq!(
+            over_precise("70%", &left, strict, Some(0.7)).map(|p| p.earned),
+            Some(-1)
+        );
         assert_eq!(earned_decimals(4.2), 0);
         assert_eq!(earned_decimals(0.042), 2);
         assert_eq!(earned_decimals(1.0), 0);
         // rev's spread is small: 0.55 has earned its two decimals.
         let left = evaluations(&env, &v, "mean(rev.runs | pluck('acc'))");
-        assert_eq!(over_precise("0.55", &left), None);
-        assert!(over_precise("0.550", &left).is_some());
+        assert_eq!(over_precise("0.55", &left, None, None), None);
+        assert!(over_precise("0.550", &left, None, None).is_some());
         assert_eq!(resolution("1.5e-3").map(|r| r.0), Some(1e-4));
         assert!(averages("100 * mean(a.runs | pluck('x'))"));
         assert!(!averages("max(a.runs | pluck('x'))") && !averages("geomean(x)"));

@@ -443,33 +443,16 @@ impl Renderer<'_> {
             return;
         }
         let left = loso::evaluations(&self.env, expr::run_values(self.results), expr);
-        let Some((unit, decimals, percent)) = loso::resolution(quoted) else {
-            return;
-        };
-        let Some(se) = loso::jackknife_se(&left, percent).filter(|se| *se > 0.0 && se.is_finite())
+        let Some(loso::OverPrecise {
+            decimals,
+            earned,
+            se,
+            percent,
+            sci,
+        }) = loso::over_precise(quoted, &left, tolerance, expr::as_f64(value))
         else {
             return;
         };
-        let earned = loso::earned_decimals(se);
-        let sci = matches!(claims::parse_quote(quoted), claims::Quote::Number { ref format, .. } if format.sci.is_some());
-        // The resolution the seeds allow: the standard error's first significant digit. A
-        // plain quote without a tolerance can be written no coarser than whole units, so
-        // that is all it is held to; a tolerance is held to the full resolution.
-        let needed = 10f64.powi(-earned);
-        let (resolution, allowed) = match tolerance {
-            Some(Tolerance::Absolute(a)) => (a, needed),
-            Some(Tolerance::Relative(p)) => (
-                expr::as_f64(value).map_or(0.0, |v| {
-                    (if percent { v * 100.0 } else { v }).abs() * p / 100.0
-                }),
-                needed,
-            ),
-            None if sci => (unit, needed),
-            None => (unit, needed.min(1.0)),
-        };
-        if resolution >= allowed * (1.0 - 1e-9) {
-            return;
-        }
         let points = if percent { " points" } else { "" };
         let se_text = expr::trim_float(se);
         let earned_text = match earned {
