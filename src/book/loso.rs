@@ -156,12 +156,36 @@ fn each_seed(
     out
 }
 
-/// Whether an expression averages something over seeds (`mean(…)`): the figures whose
-/// digits the seeds must earn. An extreme, a count or one seed's value is a fact about
-/// the draw, and its jackknife says nothing about its digits.
-pub fn averages(expr: &str) -> bool {
+/// Whether an expression averages something over seeds (`mean(…)`, or a named expression
+/// in `averaging` that does): the figures whose digits the seeds must earn. An extreme, a
+/// count or one seed's value is a fact about the draw, and its jackknife says nothing about
+/// its digits.
+pub fn averages(expr: &str, averaging: &[String]) -> bool {
+    calls(expr, "mean") || averaging.iter().any(|name| calls(expr, name))
+}
+
+/// The named expressions that average seeds, directly or through another named one: a
+/// figure that quotes one is an estimate too, and hiding a `mean(` behind a name must not
+/// take it out of the precision lint.
+pub fn averaging(named: &[(String, crate::book::parse::config::NamedExpr)]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    loop {
+        let found: Vec<String> = named
+            .iter()
+            .filter(|(name, n)| !out.contains(name) && averages(&n.expr, &out))
+            .map(|(name, _)| name.clone())
+            .collect();
+        if found.is_empty() {
+            return out;
+        }
+        out.extend(found);
+    }
+}
+
+/// Whether `expr` calls the function `name` (`name(` not preceded by part of a longer name).
+fn calls(expr: &str, name: &str) -> bool {
     let b = expr.as_bytes();
-    expr.match_indices("mean(")
+    expr.match_indices(&format!("{name}("))
         .any(|(i, _)| i == 0 || !(b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_'))
 }
 
@@ -351,7 +375,20 @@ mod tests {
         assert_eq!(over_precise("0.55", &left, None, None), None);
         assert!(over_precise("0.550", &left, None, None).is_some());
         assert_eq!(resolution("1.5e-3").map(|r| r.0), Some(1e-4));
-        assert!(averages("100 * mean(a.runs | pluck('x'))"));
-        assert!(!averages("max(a.runs | pluck('x'))") && !averages("geomean(x)"));
+        assert!(averages("100 * mean(a.runs | pluck('x'))", &[]));
+        assert!(!averages("max(a.runs | pluck('x'))", &[]) && !averages("geomean(x)", &[]));
+        // A mean behind a name, or behind a name that calls it, is still a mean.
+        let define = |expr: &str| crate::book::parse::config::NamedExpr {
+            params: vec!["r".into()],
+            expr: expr.into(),
+            about: String::new(),
+        };
+        let names = averaging(&[
+            ("outer".into(), define("2 * inner(r)")),
+            ("inner".into(), define("mean(r.runs | pluck('x'))")),
+            ("top".into(), define("max(r.runs | pluck('x'))")),
+        ]);
+        assert_eq!(names, ["inner", "outer"]);
+        assert!(averages("outer(a) / 3", &names) && !averages("top(a)", &names));
     }
 }

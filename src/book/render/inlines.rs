@@ -439,7 +439,7 @@ impl Renderer<'_> {
     ) {
         // An average of seeds is an estimate with a standard error; a seed's own value, an
         // extreme (`max(…)`, "the calmest seed") or a count is a fact about the draw.
-        if !loso::averages(expr) {
+        if !loso::averages(expr, &self.averaging) {
             return;
         }
         let left = loso::evaluations(&self.env, expr::run_values(self.results), expr);

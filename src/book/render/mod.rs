@@ -115,6 +115,8 @@ struct Renderer<'a> {
     sources: &'a Sources,
     /// The expression environment and the context claims are evaluated in.
     env: minijinja::Environment<'static>,
+    /// The named expressions that average seeds (see `loso::averaging`).
+    averaging: Vec<String>,
     ctx: minijinja::Value,
     katex: &'a mut KatexCache,
     partials: html::Partials,
@@ -199,6 +201,7 @@ pub fn render(
         results,
         sources,
         env: super::expr::book_environment(book),
+        averaging: super::loso::averaging(&super::expr::named_expressions(book)),
         ctx: super::expr::context(results),
         katex,
         partials: html::Partials::new(&book.root),
