@@ -254,6 +254,7 @@ fn every_bad_input_gets_its_diagnostic() {
 /// it is reported. Every other erroring fixture must leave the run cache untouched.
 const TRAINS_BEFORE_ITS_ERROR: &[&str] = &[
     "expression-hints.md",
+    "lint-levels",
     "assertion-false.md",
     "attention-options.md",
     "assertion-nested.md",

@@ -172,13 +172,20 @@ fn the_book_toml_keys_are_the_config_fields() {
     let src = std::fs::read_to_string(repo().join("src/book/parse/config.rs")).unwrap();
     let body = &src[src.find("pub struct BookConfig {").unwrap()..];
     let body = &body[..body.find("\n}").unwrap()];
-    let code = set(body
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("pub "))
-        .filter(|l| !l.starts_with("struct "))
-        .map(|l| l.split(':').next().unwrap().to_string()));
+    // A field's key is its name, or the name its `#[serde(rename = "…")]` gives it.
+    let mut code = BTreeSet::new();
+    let mut renamed: Option<String> = None;
+    for l in body.lines().map(str::trim) {
+        if let Some(i) = l.find("rename = \"") {
+            let rest = &l[i + "rename = \"".len()..];
+            renamed = Some(rest[..rest.find('"').unwrap()].to_string());
+        } else if let Some(field) = l.strip_prefix("pub ").filter(|f| !f.starts_with("struct ")) {
+            let name = field.split(':').next().unwrap().to_string();
+            code.insert(renamed.take().unwrap_or(name));
+        }
+    }
     assert!(
-        code.contains("title") && code.contains("chapters"),
+        code.contains("title") && code.contains("chapters") && code.contains("lints-for"),
         "{code:?}"
     );
     let writing = chapter("writing.md");

@@ -252,7 +252,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     if opts.bless {
         bless_stage(opts, o, &claims, measured.as_ref());
     }
-    o.allowed = lint_levels(&book.config, &mut o.diags);
+    o.allowed = lint_levels(&book, &o.sources, &mut o.diags);
     // `--deny-warnings` denies every warning, the machine's included; the book's own
     // `deny_warnings` denies the warnings about its text.
     if opts.deny_warnings {
@@ -339,36 +339,53 @@ fn shift_seeds(plans: &mut [runs::RunPlan], k: u64, only: &[String], diags: &mut
     }
 }
 
-/// book.toml's `[lints]` applied: an allowed lint is dropped and counted, a denied one is
-/// an error. Returns the counts of the allowed ones.
+/// book.toml's `[lints]` applied, a file's `[lints-for."FILE"]` over them: an allowed lint
+/// is dropped and counted, a denied one is an error. Returns the counts of the allowed ones.
 fn lint_levels(
-    config: &parse::config::BookConfig,
+    book: &parse::Book,
+    sources: &Sources,
     diags: &mut Vec<Diagnostic>,
 ) -> Vec<(Code, usize)> {
     use parse::config::LintLevel;
-    let level = |c: Code| {
-        config
-            .lints
+    let config = &book.config;
+    let find = |table: &std::collections::BTreeMap<toml::Spanned<String>, LintLevel>, c: Code| {
+        table
             .iter()
             .find(|(k, _)| k.get_ref() == c.name())
-            .map_or(LintLevel::Warn, |(_, l)| *l)
+            .map(|(_, l)| *l)
+    };
+    let book_dir = book.root.join("book");
+    // The level of a lint where it was found, and the table that set it.
+    let level = |d: &Diagnostic| {
+        let in_file = d.span.as_ref().and_then(|s| {
+            config.lints_for.iter().find_map(|(f, table)| {
+                (sources.path(s.file) == book_dir.join(f.get_ref()))
+                    .then(|| {
+                        find(table, d.code).map(|l| (l, format!("[lints-for.\"{}\"]", f.get_ref())))
+                    })
+                    .flatten()
+            })
+        });
+        in_file
+            .or_else(|| find(&config.lints, d.code).map(|l| (l, "[lints]".to_string())))
+            .unwrap_or((LintLevel::Warn, String::new()))
     };
     let mut allowed: Vec<(Code, usize)> = Vec::new();
     diags.retain_mut(|d| {
         if !(d.code.is_lint() && d.severity == Severity::Warning) {
             return true;
         }
-        match level(d.code) {
-            LintLevel::Warn => true,
-            LintLevel::Deny => {
+        match level(d) {
+            (LintLevel::Warn, _) => true,
+            (LintLevel::Deny, table) => {
                 d.severity = Severity::Error;
                 d.notes.push(format!(
-                    "denied by `{} = \"deny\"` in book.toml's [lints]",
+                    "denied by `{} = \"deny\"` in book.toml's {table}",
                     d.code
                 ));
                 true
             }
-            LintLevel::Allow => {
+            (LintLevel::Allow, _) => {
                 match allowed.iter_mut().find(|(c, _)| *c == d.code) {
                     Some((_, n)) => *n += 1,
                     None => allowed.push((d.code, 1)),

@@ -74,6 +74,14 @@ pub struct BookConfig {
     /// one by one, but counted on the summary line of every build).
     #[serde(default)]
     pub lints: std::collections::BTreeMap<toml::Spanned<String>, LintLevel>,
+    /// One file's lint levels over `[lints]` (`[lints-for."chapter-2.md"]`, the same keys):
+    /// a chapter awaiting its next edition can be allowed its findings while the rest of
+    /// the book is held to them.
+    #[serde(default, rename = "lints-for")]
+    pub lints_for: std::collections::BTreeMap<
+        toml::Spanned<String>,
+        std::collections::BTreeMap<toml::Spanned<String>, LintLevel>,
+    >,
 }
 
 /// A lint's level in book.toml's `[lints]`.

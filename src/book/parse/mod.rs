@@ -243,26 +243,7 @@ pub fn load(root: &Path, sources: &mut Sources, diags: &mut Vec<Diagnostic>) -> 
     named_once(&chapters, &config, file, diags);
     let store = store_of(root, &config, file, diags);
     let editions = editions_of(&config, file, diags);
-    for key in config.lints.keys() {
-        if !Code::named(key.get_ref()).is_some_and(Code::is_lint) {
-            let lints: Vec<&str> = Code::ALL
-                .iter()
-                .filter(|c| c.is_lint())
-                .map(|c| c.name())
-                .collect();
-            diags.push(
-                Diagnostic::error(
-                    Code::Toml,
-                    Some(Span {
-                        file,
-                        range: key.span(),
-                    }),
-                    format!("`{}` is not a lint", key.get_ref()),
-                )
-                .hint(format!("the lints a book can set: {}", lints.join(", "))),
-            );
-        }
-    }
+    lint_keys(&config, file, diags);
     Some(Book {
         root: root.to_path_buf(),
         config,
@@ -601,6 +582,57 @@ fn named_once(
                 );
             }
             seen.push(name.clone());
+        }
+    }
+}
+
+/// `[lints]` and every `[lints-for."FILE"]` of book.toml: each key a lint, each file one of
+/// the book's (a front-matter file, a chapter or an appendix), else an error at the key.
+fn lint_keys(config: &BookConfig, file: FileId, diags: &mut Vec<Diagnostic>) {
+    let lints: Vec<&str> = Code::ALL
+        .iter()
+        .filter(|c| c.is_lint())
+        .map(|c| c.name())
+        .collect();
+    let tables = std::iter::once(&config.lints).chain(config.lints_for.values());
+    for key in tables.flat_map(|t| t.keys()) {
+        if !Code::named(key.get_ref()).is_some_and(Code::is_lint) {
+            diags.push(
+                Diagnostic::error(
+                    Code::Toml,
+                    Some(Span {
+                        file,
+                        range: key.span(),
+                    }),
+                    format!("`{}` is not a lint", key.get_ref()),
+                )
+                .hint(format!("the lints a book can set: {}", lints.join(", "))),
+            );
+        }
+    }
+    let files: Vec<&str> = config
+        .front
+        .iter()
+        .chain(&config.chapters)
+        .chain(&config.appendices)
+        .map(|f| f.get_ref().as_str())
+        .collect();
+    for key in config.lints_for.keys() {
+        if !files.contains(&key.get_ref().as_str()) {
+            diags.push(
+                Diagnostic::error(
+                    Code::Toml,
+                    Some(Span {
+                        file,
+                        range: key.span(),
+                    }),
+                    format!("`{}` is not one of the book's files", key.get_ref()),
+                )
+                .hint(format!(
+                    "`[lints-for.\"FILE\"]` names a file of `front`, `chapters` or `appendices`: {}",
+                    files.join(", ")
+                )),
+            );
         }
     }
 }
