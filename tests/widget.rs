@@ -136,9 +136,7 @@ caption = "Sharpening."
         "aria-label",
     );
     assert!(
-        sharp.contains(
-            "at d_k = 1 (the scores as they are) the weights are 2.4%, 83%, 4.9% and 9.9%"
-        ),
+        sharp.contains("with the scores as given the weights are 2.4%, 83%, 4.9% and 9.9%"),
         "{sharp}"
     );
     assert!(sharp.contains("at d_k = 4 cat takes 98.16%"), "{sharp}");
@@ -147,6 +145,9 @@ caption = "Sharpening."
         "{sharp}"
     );
     assert!(html.contains("\nentropy 0.62\n"));
+    // The groups are named by the factor the scores are multiplied by: the example's own
+    // scores (computed at d_k = 2) are "as given", not "d_k = 1".
+    assert!(html.contains("\nas given\n") && html.contains("\n×2 (d_k = 4)\n"));
 
     // No widget, no models and no widget script.
     assert!(!site.join("models").exists());

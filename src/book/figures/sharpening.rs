@@ -74,24 +74,18 @@ fn sharpening_alt(rows: &[Sharpening], keys: usize) -> String {
         let sep = if i == 0 { ": " } else { "; " };
         if i == 0 {
             let ws: Vec<String> = r.weights.iter().map(|&w| fmt_weight(w)).collect();
-            #[allow(clippy::float_cmp)] // the engine writes 1.0 for the unscaled scores
-            let asis = if r.factor == 1.0 {
-                " (the scores as they are)"
-            } else {
-                ""
-            };
             let _ = write!(
                 alt,
-                "{sep}at d_k = {}{asis} the weights are {} (entropy {} nats)",
-                r.d_k,
+                "{sep}{} the weights are {} (entropy {} nats)",
+                group_phrase(r),
                 list(&ws),
                 fmt_num(r.entropy)
             );
         } else {
             let _ = write!(
                 alt,
-                "{sep}at d_k = {} {} takes {} (entropy {} nats)",
-                r.d_k,
+                "{sep}{} {} takes {} (entropy {} nats)",
+                group_phrase(r),
                 key_name(top),
                 fmt_weight(w),
                 fmt_num(r.entropy)
@@ -108,6 +102,28 @@ fn sharpening_alt(rows: &[Sharpening], keys: usize) -> String {
     }
     alt.push('.');
     alt
+}
+
+/// A group's tick label: the worked example's own scores are "as given" (they were divided
+/// by √d_k of its own head, d_k = 2), the others "×2 (d_k = 4)": the factor the scores are
+/// multiplied by and the head width that, undivided, would multiply them so.
+#[allow(clippy::float_cmp)] // the engine writes 1.0 for the scores as given
+fn group_label(r: &Sharpening) -> String {
+    if r.factor == 1.0 {
+        "as given".to_string()
+    } else {
+        format!("×{} (d_k = {})", fmt_num(r.factor), r.d_k)
+    }
+}
+
+/// A group in the alternative text: "with the scores as given", "at d_k = 4".
+#[allow(clippy::float_cmp)] // as in `group_label`
+fn group_phrase(r: &Sharpening) -> String {
+    if r.factor == 1.0 {
+        "with the scores as given".to_string()
+    } else {
+        format!("at d_k = {}", r.d_k)
+    }
 }
 
 /// "a, b and c"
@@ -180,7 +196,7 @@ fn sharpening(rows: &[Sharpening]) -> Result<Svg, String> {
             let i = v.round();
             if (v - i).abs() < 1e-6 && i >= 0.0 {
                 rows.get(i as usize)
-                    .map(|r| r.d_k.to_string())
+                    .map(group_label)
                     .unwrap_or_default()
             } else {
                 String::new()
@@ -195,7 +211,7 @@ fn sharpening(rows: &[Sharpening]) -> Result<Svg, String> {
         };
         mesh(&mut chart)
             .disable_x_mesh()
-            .x_desc("head width d_k (the scores multiplied by √d_k)")
+            .x_desc("the scores multiplied by √d_k, as an undivided head of width d_k would")
             .y_desc("attention weight")
             .x_labels(groups)
             .y_labels(7)
@@ -287,11 +303,11 @@ mod tests {
             "cat",
             "sat",
             "on",
-            "1",
-            "4",
-            "16",
-            "64",
-            "256",
+            "as given",
+            "×2 (d_k = 4)",
+            "×4 (d_k = 16)",
+            "×8 (d_k = 64)",
+            "×16 (d_k = 256)",
             "attention weight",
         ] {
             assert!(
@@ -303,9 +319,8 @@ mod tests {
         assert_eq!(
             svg.alt,
             "Bar chart of the worked example's attention weights over the, cat, sat and on as \
-             its scores are multiplied by the square root of d_k: at d_k = 1 (the scores as they \
-             are) the weights are \
-             2.4%, 83%, 4.9% and 9.9% (entropy 0.62 nats); at d_k = 4 cat takes 98.16% \
+             its scores are multiplied by the square root of d_k: with the scores as given the \
+             weights are 2.4%, 83%, 4.9% and 9.9% (entropy 0.62 nats); at d_k = 4 cat takes 98.16% \
              (entropy 0.1 nats); at d_k = 16 cat takes 99.98% (entropy 0.0021 nats); at d_k = \
              64 cat takes more than 99.99% (entropy 7.7e-7 nats); at d_k = 256 cat takes more \
              than 99.99% (entropy 6.3e-14 nats). By d_k = 256 the softmax is a hard maximum on \
