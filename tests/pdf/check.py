@@ -335,7 +335,25 @@ def body_text(raw: str) -> str:
         if len(nonblank) > 1 and lines[nonblank[0]].strip() in HEADS:
             del lines[nonblank[0]]
         pages.append("\n".join(lines))
-    return "\n".join(pages)
+    return without_changes("\n".join(pages))
+
+
+# The appendix that compares this edition with the last quotes sentences of both, this
+# edition's figures among them: a figure dropped from its chapter would still be found
+# there. Its text runs from its heading (a line of its own, unlike the contents' entry) to
+# the print colophon's heading, or to the end.
+CHANGES_HEAD = "Changes in this edition"
+AFTER_CHANGES = "Colophon of the print edition"
+
+
+def without_changes(text: str) -> str:
+    lines = text.split("\n")
+    try:
+        start = next(k for k, l in enumerate(lines) if l.strip() == CHANGES_HEAD)
+    except StopIteration:
+        return text
+    end = next((k for k in range(start, len(lines)) if lines[k].strip() == AFTER_CHANGES), len(lines))
+    return "\n".join(lines[:start] + lines[end:])
 
 
 HEADS: set[str] = set()
