@@ -229,7 +229,7 @@ impl<'a> RunData<'a> {
         Some(RunData {
             id,
             label,
-            seeds: produced.iter().map(|p| &p.result).collect(),
+            seeds: produced.iter().map(|p| &*p.result).collect(),
             entries: produced.iter().map(|p| p.dir.as_path()).collect(),
             value: crate::book::expr::run_values(results)
                 .get(id)

@@ -83,15 +83,26 @@ pub fn sinusoidal_cosine(d: usize, rows: usize) -> Vec<Vec<f64>> {
 /// with row i + 1. A run without one, or whose weights cannot be read, gets none (an
 /// expression that reads it then says the path does not exist).
 pub fn add_table(result: &mut serde_json::Value, entry: &Path) {
-    let (Ok(Some(rows)), serde_json::Value::Object(o)) = (position_table(entry), result) else {
-        return;
-    };
+    if let (Some(table), serde_json::Value::Object(o)) = (table(entry), result) {
+        o.insert("table".into(), serde_json::json!(table));
+    }
+}
+
+/// A run's learned table, as `run.table` reads it (see [`add_table`]): `None` for a run
+/// without one, or whose weights cannot be read.
+pub fn table(entry: &Path) -> Option<Table> {
+    let rows = position_table(entry).ok()??;
     let cos = cosine(&rows);
     let neighbour: Vec<f64> = (1..cos.len()).map(|i| cos[i - 1][i]).collect();
-    o.insert(
-        "table".into(),
-        serde_json::json!({ "cos": cos, "neighbour": neighbour }),
-    );
+    Some(Table { cos, neighbour })
+}
+
+/// A learned table's similarities: `cos`, every pair of rows' cosine similarity, and
+/// `neighbour`, row i's with row i + 1.
+#[derive(serde::Serialize)]
+pub struct Table {
+    pub cos: Vec<Vec<f64>>,
+    pub neighbour: Vec<f64>,
 }
 
 #[cfg(test)]

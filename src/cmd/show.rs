@@ -56,7 +56,7 @@ pub fn show(args: &ShowArgs) -> ExitCode {
     let results: Vec<Value> = done
         .iter()
         .map(|(_, p)| {
-            let mut v = serde_json::to_value(&p.result).unwrap_or_default();
+            let mut v = serde_json::to_value(&*p.result).unwrap_or_default();
             revtx_book::book::weights::add_table(&mut v, &p.dir);
             v
         })

@@ -136,37 +136,53 @@ pub fn run_values(results: &Results) -> &std::sync::Arc<std::collections::BTreeM
         let mut map = std::collections::BTreeMap::new();
         for (id, produced) in &results.by_run {
             let plan = results.plans.iter().find(|p| &p.id == id);
-            let seeds: Vec<&RunResult> = produced.iter().map(|p| &p.result).collect();
             let ensemble = plan.is_some_and(|p| p.seeds.len() > 1);
-            let mut value = run_value(&seeds, ensemble);
-            // A learned table's similarities, read from the weights (`run.table`).
-            for (i, p) in produced.iter().enumerate() {
-                let seed = if ensemble {
-                    value.get_mut("runs").and_then(|r| r.get_mut(i))
-                } else {
-                    (i == 0).then_some(&mut value)
-                };
-                if let Some(seed) = seed {
-                    crate::book::weights::add_table(seed, &p.dir);
-                }
-            }
-            map.insert(id.clone(), Value::from_serialize(value));
+            let seeds: Vec<Value> = produced
+                .iter()
+                .map(|p| {
+                    seed_value(
+                        &p.result,
+                        crate::book::weights::table(&p.dir).map(Value::from_serialize),
+                    )
+                })
+                .collect();
+            let value = if ensemble {
+                Value::from_iter([
+                    (
+                        "seeds",
+                        produced.iter().map(|p| p.result.seed).collect::<Value>(),
+                    ),
+                    ("runs", Value::from(seeds)),
+                    ("config", Value::from_serialize(&produced[0].result.config)),
+                ])
+            } else {
+                seeds.into_iter().next().unwrap_or_default()
+            };
+            map.insert(id.clone(), value);
         }
         std::sync::Arc::new(map)
     })
 }
 
-/// One run as expressions see it: its result, or `{seeds, runs, config}` for an ensemble.
-/// `seeds` is never empty.
-pub fn run_value(seeds: &[&RunResult], ensemble: bool) -> serde_json::Value {
-    if ensemble {
-        serde_json::json!({
-            "seeds": seeds.iter().map(|r| r.seed).collect::<Vec<_>>(),
-            "runs": seeds,
-            "config": seeds[0].config,
-        })
-    } else {
-        serde_json::to_value(seeds[0]).unwrap_or_default()
+/// One seed's result as expressions see it: its fields, with `table` (a learned table's
+/// similarities, read from its weights: `run.table`) where it has one. Converted straight
+/// from the result, not through a JSON value (a result read from JSON holds no NaN, which
+/// JSON cannot write, so nothing needs JSON's NaN-to-null); its maps keep the result's own
+/// field order.
+pub fn seed_value(result: &RunResult, table: Option<Value>) -> Value {
+    let value = Value::from_serialize(result);
+    match table {
+        Some(table) => value
+            .try_iter()
+            .into_iter()
+            .flatten()
+            .map(|k| {
+                let v = value.get_item(&k).unwrap_or_default();
+                (k, v)
+            })
+            .chain([(Value::from("table"), table)])
+            .collect(),
+        None => value,
     }
 }
 

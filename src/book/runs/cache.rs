@@ -45,7 +45,8 @@ fn stamp(caches: &[PathBuf], key: &str) -> Stamp {
 /// read and hashed again (the chapter's are 28 MB). Entries are written by renaming a
 /// whole directory into place, so a rewritten entry has new inodes; any change of a file's
 /// inode, size or time reads and verifies it afresh.
-type Verified = std::collections::HashMap<(Vec<PathBuf>, String), (Stamp, PathBuf, RunResult)>;
+type Verified =
+    std::collections::HashMap<(Vec<PathBuf>, String), (Stamp, PathBuf, std::sync::Arc<RunResult>)>;
 static VERIFIED: std::sync::LazyLock<Mutex<Verified>> = std::sync::LazyLock::new(Mutex::default);
 
 /// `entry::find`, remembered for the life of the process when `remember_verified` is set
@@ -55,23 +56,25 @@ fn find_remembered(
     key: &str,
     job: &Job,
     opts: &RunOptions,
-) -> Result<(PathBuf, RunResult), entry::FindError> {
+) -> Result<(PathBuf, std::sync::Arc<RunResult>), entry::FindError> {
     if !opts.remember_verified {
-        return entry::find(caches, key, &job.config, job.seed, opts.profile);
+        return entry::find(caches, key, &job.config, job.seed, opts.profile)
+            .map(|(dir, r)| (dir, r.into()));
     }
     let id = (caches.to_vec(), key.to_string());
     let now = stamp(caches, key);
     if let Some((seen, dir, result)) = VERIFIED.lock().unwrap().get(&id) {
         if *seen == now && result.config == job.config && result.seed == job.seed {
-            return Ok((dir.clone(), result.clone()));
+            return Ok((dir.clone(), std::sync::Arc::clone(result)));
         }
     }
-    let found = entry::find(caches, key, &job.config, job.seed, opts.profile)?;
+    let found = entry::find(caches, key, &job.config, job.seed, opts.profile)
+        .map(|(dir, r)| (dir, std::sync::Arc::new(r)))?;
     // Stamped before reading: a file changed while it was read shows up next time.
     VERIFIED
         .lock()
         .unwrap()
-        .insert(id, (now, found.0.clone(), found.1.clone()));
+        .insert(id, (now, found.0.clone(), std::sync::Arc::clone(&found.1)));
     Ok(found)
 }
 
@@ -100,7 +103,7 @@ impl RunOptions {
 
 /// What looking a key up found.
 enum Looked {
-    Found(PathBuf, Box<RunResult>, bool),
+    Found(PathBuf, std::sync::Arc<RunResult>, bool),
     Missing(String),
     Conflict(entry::Conflict),
     Corrupt(String),
@@ -138,7 +141,7 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
             return Looked::Missing("--rerun asked for it".into());
         }
         let why = match find_remembered(&caches, key, first, opts) {
-            Ok((dir, result)) => return Looked::Found(dir, Box::new(result), false),
+            Ok((dir, result)) => return Looked::Found(dir, result, false),
             Err(entry::FindError::Conflict(c)) => return Looked::Conflict(c),
             Err(entry::FindError::Invalid(why)) => why,
         };
@@ -148,7 +151,7 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
         let runs = opts.cache_dir.join("runs");
         match store.unpack(key, &runs) {
             Ok(dir) => match load_entry(&dir, first, opts.profile) {
-                Ok(result) => Looked::Found(dir, Box::new(result), true),
+                Ok(result) => Looked::Found(dir, std::sync::Arc::new(result), true),
                 Err(e) => Looked::Corrupt(format!(
                     "{}: it verifies but is not this run's result ({e})",
                     store.path(key).display()
@@ -186,7 +189,7 @@ pub fn resolve(plans: &[RunPlan], opts: &RunOptions) -> Resolved {
                     r.report
                         .push(format!("{} seed {}: {whence}", job.run, job.seed));
                     let produced = Produced {
-                        result: (*result).clone(),
+                        result: std::sync::Arc::clone(&result),
                         dir: dir.clone(),
                         cached: true,
                     };

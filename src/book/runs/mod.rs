@@ -99,7 +99,8 @@ pub struct RunOptions {
 /// A finished (run, seed).
 #[derive(Clone, Debug)]
 pub struct Produced {
-    pub result: RunResult,
+    /// Shared: runs declared with one configuration and seed share one result.
+    pub result: std::sync::Arc<RunResult>,
     /// The cache entry holding `result.json` and `weights.safetensors`.
     pub dir: PathBuf,
     pub cached: bool,

@@ -190,7 +190,7 @@ pub(super) fn run_one(
     }
     let result = load_entry(&dir, job, opts.profile).map_err(fail)?;
     Ok(Produced {
-        result,
+        result: result.into(),
         dir,
         cached: false,
     })
