@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The warm path, timed side by side: two revtx-book binaries, in alternating rounds.
 
-    scripts/bench-warm.py OLD_BIN NEW_BIN [--root .] [--old-root DIR] [--rounds 5]
+    scripts/bench-warm.py OLD_BIN NEW_BIN [--root .] [--old-root DIR] [--old-commit REV] [--rounds 5]
                           [--reloads 5] [--json FILE]
 
 For each binary:
@@ -11,7 +11,8 @@ For each binary:
           build number (/__revtx/version) going up, i.e. the watcher's debounce, the
           rebuild and the write, as the browser's poll would see it.
 --old-root gives the old binary its own tree (a worktree of an older commit, whose book
-the old binary can read); both default to --root.
+the old binary can read); both default to --root. --old-commit REV names the old binary's
+commit when it reads the same tree (else the record would name the tree's HEAD for it).
 Rounds alternate the binaries so that a busy machine slows both alike. Prints medians and
 min–max, and with --json (a file, or a directory such as bench/records/) writes a
 benchmark record (scripts/bench_record.py): machine, commit, date and command line.
@@ -109,6 +110,9 @@ def main():
     ap.add_argument("new")
     ap.add_argument("--root", default=".")
     ap.add_argument("--old-root")
+    # The old binary's commit when it was built from this tree's history (not --old-root):
+    # git cannot tell it, and the record must not name the new commit for it.
+    ap.add_argument("--old-commit")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reloads", type=int, default=5)
     ap.add_argument("--json")
@@ -135,7 +139,7 @@ def main():
         "commit": commit,
         "date": time.strftime("%Y-%m-%d"),
         "binaries": bins,
-        "commits": {k: rev(d) for k, d in roots.items()},
+        "commits": {"old": a.old_commit or rev(roots["old"]), "new": rev(root)},
         "build": {k: summary(v) for k, v in builds.items()},
         "reload": {k: summary(v) for k, v in reload.items()},
     }
