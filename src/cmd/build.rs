@@ -45,7 +45,7 @@ pub fn report(common: &Common, opts: &BuildOptions, what: &str) -> ExitCode {
             .map(|(c, n)| format!("{n} {c}"))
             .collect();
         eprintln!(
-            "{what}: allowed by book.toml's [lints], not shown one by one: {}",
+            "{what}: allowed by book.toml's [lints] and [lints-for], not shown one by one: {}",
             counts.join(", ")
         );
     }

@@ -359,11 +359,9 @@ impl Renderer<'_> {
                 )),
             );
         }
-        if expr.contains("paired(") || !expr.contains("mean(") {
-            return;
-        }
+        // Likewise the means: `mean(a…) > 0.2 and mean(b…) < 0.2` holds two thresholds,
+        // not a comparison of a with b.
         let values = expr::run_values(self.results);
-        let ensembles = loso::ensembles_read(expr, values);
         let seeds = |id: &str| -> Vec<u64> {
             self.results
                 .plans
@@ -372,24 +370,30 @@ impl Renderer<'_> {
                 .map(|p| p.seeds.clone())
                 .unwrap_or_default()
         };
-        for (i, a) in ensembles.iter().enumerate() {
-            for b in &ensembles[i + 1..] {
-                let shared: Vec<u64> = seeds(a)
-                    .into_iter()
-                    .filter(|s| seeds(b).contains(s))
-                    .collect();
-                if shared.len() >= 2 {
-                    self.diags.push(
-                        Diagnostic::warning(
-                            Code::Unpaired,
-                            Some(at.clone()),
-                            format!("this compares the means of `{a}` and `{b}`, which share seeds {}: same initialisation, same batches", series_of(&shared)),
-                        )
-                        .hint(format!(
-                            "compare them seed by seed: `paired({a}, {b}, 'EXPR')` gives the differences, their mean and standard error, and in how many seeds one is above the other"
-                        )),
-                    );
-                    return;
+        for atom in contrast::atoms(expr) {
+            if atom.contains("paired(") || !atom.contains("mean(") {
+                continue;
+            }
+            let ensembles = loso::ensembles_read(atom, values);
+            for (i, a) in ensembles.iter().enumerate() {
+                for b in &ensembles[i + 1..] {
+                    let shared: Vec<u64> = seeds(a)
+                        .into_iter()
+                        .filter(|s| seeds(b).contains(s))
+                        .collect();
+                    if shared.len() >= 2 {
+                        self.diags.push(
+                            Diagnostic::warning(
+                                Code::Unpaired,
+                                Some(at.clone()),
+                                format!("this compares the means of `{a}` and `{b}`, which share seeds {}: same initialisation, same batches", series_of(&shared)),
+                            )
+                            .hint(format!(
+                                "compare them seed by seed: `paired({a}, {b}, 'EXPR')` gives the differences, their mean and standard error, and in how many seeds one is above the other"
+                            )),
+                        );
+                        return;
+                    }
                 }
             }
         }
