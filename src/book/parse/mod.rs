@@ -589,6 +589,18 @@ fn named_once(
 /// `[lints]` and every `[lints-for."FILE"]` of book.toml: each key a lint, each file one of
 /// the book's (a front-matter file, a chapter or an appendix), else an error at the key.
 fn lint_keys(config: &BookConfig, file: FileId, diags: &mut Vec<Diagnostic>) {
+    // A key that is wrong: an error at the key, with the hint that names what is right.
+    let wrong = |key: &toml::Spanned<String>, message: String, hint: String| {
+        Diagnostic::error(
+            Code::Toml,
+            Some(Span {
+                file,
+                range: key.span(),
+            }),
+            message,
+        )
+        .hint(hint)
+    };
     let lints: Vec<&str> = Code::ALL
         .iter()
         .filter(|c| c.is_lint())
@@ -597,17 +609,11 @@ fn lint_keys(config: &BookConfig, file: FileId, diags: &mut Vec<Diagnostic>) {
     let tables = std::iter::once(&config.lints).chain(config.lints_for.values());
     for key in tables.flat_map(|t| t.keys()) {
         if !Code::named(key.get_ref()).is_some_and(Code::is_lint) {
-            diags.push(
-                Diagnostic::error(
-                    Code::Toml,
-                    Some(Span {
-                        file,
-                        range: key.span(),
-                    }),
-                    format!("`{}` is not a lint", key.get_ref()),
-                )
-                .hint(format!("the lints a book can set: {}", lints.join(", "))),
-            );
+            diags.push(wrong(
+                key,
+                format!("`{}` is not a lint", key.get_ref()),
+                format!("the lints a book can set: {}", lints.join(", ")),
+            ));
         }
     }
     let files: Vec<&str> = config
@@ -619,20 +625,14 @@ fn lint_keys(config: &BookConfig, file: FileId, diags: &mut Vec<Diagnostic>) {
         .collect();
     for key in config.lints_for.keys() {
         if !files.contains(&key.get_ref().as_str()) {
-            diags.push(
-                Diagnostic::error(
-                    Code::Toml,
-                    Some(Span {
-                        file,
-                        range: key.span(),
-                    }),
-                    format!("`{}` is not one of the book's files", key.get_ref()),
-                )
-                .hint(format!(
+            diags.push(wrong(
+                key,
+                format!("`{}` is not one of the book's files", key.get_ref()),
+                format!(
                     "`[lints-for.\"FILE\"]` names a file of `front`, `chapters` or `appendices`: {}",
                     files.join(", ")
-                )),
-            );
+                ),
+            ));
         }
     }
 }
