@@ -27,8 +27,26 @@ impl Default for Rule {
 /// consecutive spiking steps counts once, at its first. The first `window` steps have no
 /// median before them and never spike.
 pub fn starts(losses: &[f64], rule: &Rule) -> Vec<usize> {
+    spans(losses, rule).iter().map(|s| s.start).collect()
+}
+
+/// One spike: where it begins, how long the rule keeps flagging it, and how high it goes.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+pub struct Spike {
+    /// The step it begins at, numbered from one.
+    pub start: usize,
+    /// How many consecutive steps the rule flags, from `start` on.
+    pub steps: usize,
+    /// The highest loss among those steps, and the step it is at.
+    pub peak: f64,
+    pub peak_step: usize,
+}
+
+/// Every spike of a loss curve by `rule`: the runs of consecutive flagged steps of which
+/// [`starts`] counts the first.
+pub fn spans(losses: &[f64], rule: &Rule) -> Vec<Spike> {
     let w = rule.window.max(1);
-    let mut out = Vec::new();
+    let mut out: Vec<Spike> = Vec::new();
     let mut inside = false;
     if losses.len() <= w {
         return out;
@@ -47,8 +65,20 @@ pub fn starts(losses: &[f64], rule: &Rule) -> Vec<usize> {
         }
         let median = median_of_sorted(&before);
         let spiking = losses[t] > rule.factor * median && losses[t] > rule.floor;
-        if spiking && !inside {
-            out.push(t + 1);
+        match out.last_mut() {
+            Some(s) if spiking && inside => {
+                s.steps += 1;
+                if losses[t] > s.peak {
+                    (s.peak, s.peak_step) = (losses[t], t + 1);
+                }
+            }
+            _ if spiking => out.push(Spike {
+                start: t + 1,
+                steps: 1,
+                peak: losses[t],
+                peak_step: t + 1,
+            }),
+            _ => {}
         }
         inside = spiking;
     }
@@ -113,6 +143,14 @@ mod tests {
         (l[40], l[41], l[42]) = (0.5, 0.2, 0.05);
         l[80] = 0.02;
         assert_eq!(starts(&l, &Rule::default()), vec![41, 81]);
+        let s = spans(&l, &Rule::default());
+        assert_eq!(
+            s.iter()
+                .map(|s| (s.start, s.steps, s.peak_step))
+                .collect::<Vec<_>>(),
+            vec![(41, 3, 41), (81, 1, 81)]
+        );
+        assert!((s[0].peak - 0.5).abs() < 1e-12);
     }
 
     /// The sliding window gives what sorting each window afresh gives, on a noisy curve

@@ -11,14 +11,38 @@ use minijinja::{Environment, ErrorKind};
 /// The helpers `environment()` registers as functions, by name (a test holds the list to
 /// the environment).
 pub const FUNCTIONS: &[&str] = &[
-    "abs", "at", "count", "differs", "exp", "failing", "ln", "max", "mean", "median", "min", "num",
-    "of", "paired", "passing", "pct", "plural", "pow", "rises", "sd", "series", "spikes", "sqrt",
-    "sum", "word", "zip",
+    "abs",
+    "at",
+    "count",
+    "differs",
+    "exp",
+    "failing",
+    "ln",
+    "max",
+    "mean",
+    "median",
+    "min",
+    "num",
+    "of",
+    "paired",
+    "passing",
+    "pct",
+    "plural",
+    "pow",
+    "rises",
+    "sd",
+    "series",
+    "spike_spans",
+    "spikes",
+    "sqrt",
+    "sum",
+    "word",
+    "zip",
 ];
 
 /// The filters `environment()` adds, by name.
 pub const FILTERS: &[&str] = &[
-    "covers", "each", "looks", "pluck", "prefix", "reads", "spikes",
+    "covers", "each", "looks", "pluck", "prefix", "reads", "spikes", "wrong_at",
 ];
 
 /// minijinja's own filters an expression is most likely to want.

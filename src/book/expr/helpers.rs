@@ -98,6 +98,31 @@ pub fn spikes(
     Ok(crate::book::spikes::starts_remembered(&numbers, &rule))
 }
 
+/// `spike_spans(losses)` (and the rule's arguments of `spikes`): every spike as
+/// `start` (its first step, from one), `steps` (how many consecutive steps the rule flags),
+/// `peak` (the highest loss among them) and `peak_step`.
+pub fn spike_spans(
+    xs: &Value,
+    factor: Option<f64>,
+    floor: Option<f64>,
+    window: Option<usize>,
+) -> Result<Vec<Value>, Error> {
+    let d = crate::book::spikes::Rule::default();
+    let rule = crate::book::spikes::Rule {
+        factor: factor.unwrap_or(d.factor),
+        floor: floor.unwrap_or(d.floor),
+        window: window.unwrap_or(d.window),
+    };
+    let numbers = match xs.as_object().and_then(|o| o.downcast_ref::<Vec<Value>>()) {
+        Some(list) => numbers(list)?,
+        None => numbers(&xs.try_iter()?.collect::<Vec<_>>())?,
+    };
+    Ok(crate::book::spikes::spans(&numbers, &rule)
+        .iter()
+        .map(Value::from_serialize)
+        .collect())
+}
+
 /// `at(xs, steps)`: the elements of a per-step list at the given steps, numbered from one
 /// (`at(run.train.grad_norm, spikes(run.train.losses))`: the gradient norm where each
 /// spike begins); `at(xs, steps, -1)` reads each step's predecessor. A step outside the
@@ -311,28 +336,16 @@ pub fn prefix(result: Value, len: usize) -> Result<f64, Error> {
     reason = "counts of test strings and letters, exact in an f64"
 )]
 fn prefix_counted(result: &Value, len: usize) -> Result<f64, Error> {
-    use revtx_spec::task::{Alphabet, Task};
+    use revtx_spec::task::Task;
     let fail = |m: String| Error::new(ErrorKind::InvalidOperation, format!("prefix: {m}"));
-    let data = pluck(vec![result.clone()], "config.data".into())?
-        .pop()
-        .unwrap_or_default();
-    // A key left at its default is left out of the configuration.
-    let task = match data.get_attr("task")? {
-        t if t.is_undefined() => Task::default(),
-        t => serde_json::from_value::<Task>(serde_json::json!(t.to_string()))
-            .map_err(|e| fail(e.to_string()))?,
-    };
+    let alphabet = alphabet_of(result, "prefix")?;
+    let task = alphabet.task;
     if !matches!(task, Task::Reverse | Task::Copy | Task::Sort) {
         return Err(fail(format!(
             "counts letters of reverse, copy and sort, not {}",
             task.name()
         )));
     }
-    let letters = match data.get_attr("letters")? {
-        l if l.is_undefined() => 10,
-        l => usize::try_from(l)?,
-    };
-    let alphabet = Alphabet::new(task, letters);
     let (mut strings, mut right) = (0usize, 0usize);
     for set in ["train.test", "train.long"] {
         let eval = pluck(vec![result.clone()], set.into())?
@@ -365,6 +378,109 @@ fn prefix_counted(result: &Value, len: usize) -> Result<f64, Error> {
         return Err(fail(format!("the run decoded no string of {len} letters")));
     }
     Ok(right as f64 / strings as f64)
+}
+
+/// The task and alphabet a run was trained on, read from its configuration (a key left at
+/// its default is left out of it).
+fn alphabet_of(result: &Value, helper: &str) -> Result<revtx_spec::task::Alphabet, Error> {
+    use revtx_spec::task::{Alphabet, Task};
+    let data = pluck(vec![result.clone()], "config.data".into())?
+        .pop()
+        .unwrap_or_default();
+    let task = match data.get_attr("task")? {
+        t if t.is_undefined() => Task::default(),
+        t => serde_json::from_value::<Task>(serde_json::json!(t.to_string()))
+            .map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("{helper}: {e}")))?,
+    };
+    let letters = match data.get_attr("letters")? {
+        l if l.is_undefined() => 10,
+        l => usize::try_from(l)?,
+    };
+    Ok(Alphabet::new(task, letters))
+}
+
+/// `result | wrong_at(len)`: where the answers of the run's test problems of size `len`
+/// go wrong, one entry per answer position (as the answer is written: under `add`, least
+/// significant digit first, the last position the final carry): `position` (from zero),
+/// `total` problems, `wrong` (how many have that position wrong) and `first` (how many go
+/// wrong there first). Under `add` also `carried` (how many receive a carry into that
+/// position) and `carried_wrong` (how many of those have it wrong).
+pub fn wrong_at(result: Value, len: usize) -> Result<Vec<Value>, Error> {
+    use revtx_spec::task::Task;
+    #[derive(serde::Serialize, Default, Clone)]
+    struct At {
+        position: usize,
+        total: usize,
+        wrong: usize,
+        first: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        carried: Option<usize>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        carried_wrong: Option<usize>,
+    }
+    let fail = |m: String| Error::new(ErrorKind::InvalidOperation, format!("wrong_at: {m}"));
+    let alphabet = alphabet_of(&result, "wrong_at")?;
+    let add = alphabet.task == Task::Add;
+    let eval = pluck(vec![result.clone()], "train.test".into())?
+        .pop()
+        .unwrap_or_default();
+    let inputs: Vec<Value> = eval.get_attr("inputs")?.try_iter()?.collect();
+    let outputs: Vec<Value> = eval.get_attr("outputs")?.try_iter()?.collect();
+    let mut at: Vec<At> = Vec::new();
+    for (input, output) in inputs.iter().zip(&outputs) {
+        let s = alphabet.parse(&input.to_string()).map_err(fail)?;
+        let size = if add { s.len() / 2 } else { s.len() };
+        if size != len {
+            continue;
+        }
+        let want = alphabet.answer(&s);
+        let got: Vec<char> = output.to_string().chars().collect();
+        if at.is_empty() {
+            at = (0..want.len())
+                .map(|position| At {
+                    position,
+                    carried: add.then_some(0),
+                    carried_wrong: add.then_some(0),
+                    ..At::default()
+                })
+                .collect();
+        }
+        // Under `add`, the carry into each position of the answer.
+        let mut carry = vec![0u8; want.len()];
+        if add {
+            let (a, b) = s.split_at(size);
+            let base = u8::try_from(alphabet.letters).unwrap_or(10);
+            for i in 0..size {
+                let d = a[size - 1 - i] + b[size - 1 - i] + carry[i];
+                carry[i + 1] = d / base;
+            }
+        }
+        let mut first = true;
+        for (i, w) in want.iter().enumerate() {
+            let right = got.get(i) == Some(&alphabet.char(i64::from(*w)));
+            let a = &mut at[i];
+            a.total += 1;
+            if !right {
+                a.wrong += 1;
+                if first {
+                    a.first += 1;
+                    first = false;
+                }
+            }
+            if add && carry[i] > 0 {
+                *a.carried.get_or_insert(0) += 1;
+                if !right {
+                    *a.carried_wrong.get_or_insert(0) += 1;
+                }
+            }
+        }
+    }
+    if at.is_empty() {
+        return Err(fail(format!(
+            "the run's test set has no problem of size {len}"
+        )));
+    }
+    Ok(at.iter().map(Value::from_serialize).collect())
 }
 
 pub fn ln(x: f64) -> f64 {

@@ -73,6 +73,8 @@ pub fn environment() -> Environment<'static> {
     env.add_filter("reads", helpers::reads);
     env.add_filter("looks", helpers::looks);
     env.add_filter("prefix", helpers::prefix);
+    env.add_filter("wrong_at", helpers::wrong_at);
+    env.add_function("spike_spans", helpers::spike_spans);
     env.add_function("differs", compare::differs);
     env.add_function("paired", compare::paired);
     env
@@ -385,6 +387,40 @@ mod tests {
                 "long": {"inputs": ["abcd"], "outputs": ["dcab"]}
             }
         })
+    }
+
+    /// `wrong_at` counts wrong answer digits position by position, units first, and splits
+    /// them by whether a carry comes in: 19+01 = 020 (a carry into the tens), 12+34 = 640.
+    #[test]
+    fn wrong_at_counts_digits_and_carries() {
+        let env = environment();
+        let run = serde_json::json!({
+            "config": {"data": {"task": "add", "letters": 10}},
+            // Right, then wrong in the tens only, then a one-digit problem left out.
+            "train": {"test": {"inputs": ["19+01", "12+34", "1+2"], "outputs": ["020", "650", "30"]}}
+        });
+        let ctx = Value::from_serialize(serde_json::json!({ "run": run }));
+        let eval = |e: &str| evaluate(&env, e, &ctx).map(|v| v.to_string());
+        assert_eq!(
+            eval("run | wrong_at(2) | map(attribute='wrong') | list").unwrap(),
+            "[0, 1, 0]"
+        );
+        assert_eq!(
+            eval("run | wrong_at(2) | map(attribute='first') | list").unwrap(),
+            "[0, 1, 0]"
+        );
+        assert_eq!(
+            eval("run | wrong_at(2) | map(attribute='carried') | list").unwrap(),
+            "[0, 1, 0]"
+        );
+        assert_eq!(
+            eval("run | wrong_at(2) | map(attribute='carried_wrong') | list").unwrap(),
+            "[0, 0, 0]"
+        );
+        assert_eq!(eval("(run | wrong_at(1))[0].total").unwrap(), "1");
+        assert!(eval("run | wrong_at(3)")
+            .unwrap_err()
+            .contains("no problem of size 3"));
     }
 
     #[test]
