@@ -129,6 +129,16 @@ enum Cmd {
     },
 }
 
+/// `show` and `eval` only read and print: when their reader goes away (`| head`), they end
+/// quietly as other command-line tools do, instead of panicking on a broken pipe. The
+/// commands that write files keep the default, so they never stop halfway for it.
+fn quiet_on_closed_pipe() {
+    // SAFETY: restores the default action of one signal before any thread is started.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // Ctrl-C reaches the engine processes too; this process waits for them and exits
@@ -185,8 +195,14 @@ fn main() -> ExitCode {
         Cmd::Bench(args) => cmd::bench::bench(&args),
         Cmd::Numerics { root, profile } => cmd::numerics::numerics(&root, profile),
         Cmd::Run { args } => run_engine(&args),
-        Cmd::Show(args) => cmd::show::show(&args),
-        Cmd::Eval(args) => cmd::eval::eval(&args),
+        Cmd::Show(args) => {
+            quiet_on_closed_pipe();
+            cmd::show::show(&args)
+        }
+        Cmd::Eval(args) => {
+            quiet_on_closed_pipe();
+            cmd::eval::eval(&args)
+        }
         Cmd::Init { dir } => cmd::init::init(&dir),
     }
 }
