@@ -16,25 +16,66 @@ pub fn position_table(entry: &Path) -> Result<Option<Vec<Vec<f32>>>, String> {
     if !path.exists() {
         return Ok(None);
     }
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let st = safetensors::SafeTensors::deserialize(&bytes)
-        .map_err(|e| format!("{}: {e:?}", path.display()))?;
-    let Ok(t) = st.tensor("pos.weight") else {
+    let Some((shape, dtype, data)) =
+        read_tensor(&path, "pos.weight").map_err(|e| format!("{}: {e}", path.display()))?
+    else {
         return Ok(None);
     };
-    let (&[rows, cols], safetensors::Dtype::F32) = (t.shape(), t.dtype()) else {
+    let ([rows, cols], "F32") = (shape.as_slice(), dtype.as_str()) else {
         return Err(format!(
             "{}: pos.weight must be a float32 matrix",
             path.display()
         ));
     };
-    let floats: Vec<f32> = (t.data().chunks_exact(4))
+    let (rows, cols) = (*rows, *cols);
+    let floats: Vec<f32> = (data.chunks_exact(4))
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect();
     if floats.len() != rows * cols || cols == 0 {
         return Err(format!("{}: pos.weight is truncated", path.display()));
     }
     Ok(Some(floats.chunks(cols).map(<[f32]>::to_vec).collect()))
+}
+
+/// A tensor's shape, dtype (as safetensors names it: `F32`) and bytes.
+type Tensor = (Vec<usize>, String, Vec<u8>);
+
+/// One tensor of a safetensors file, read alone: the header (a little-endian length, then
+/// JSON naming each tensor's dtype, shape and byte range) and that tensor's bytes, not the
+/// whole file (a build reads the position table of many entries).
+fn read_tensor(path: &Path, name: &str) -> Result<Option<Tensor>, String> {
+    use std::io::{Read, Seek, SeekFrom};
+    #[derive(serde::Deserialize)]
+    struct Info {
+        dtype: String,
+        shape: Vec<usize>,
+        data_offsets: [u64; 2],
+    }
+    let mut f = std::fs::File::open(path).map_err(|e| e.to_string())?;
+    let size = f.metadata().map_err(|e| e.to_string())?.len();
+    let mut n = [0u8; 8];
+    f.read_exact(&mut n).map_err(|e| e.to_string())?;
+    let n = u64::from_le_bytes(n);
+    if n > size.saturating_sub(8) {
+        return Err("the safetensors header runs past the file".into());
+    }
+    let mut header = vec![0u8; usize::try_from(n).map_err(|e| e.to_string())?];
+    f.read_exact(&mut header).map_err(|e| e.to_string())?;
+    let mut tensors: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_slice(&header).map_err(|e| format!("safetensors header: {e}"))?;
+    let Some(info) = tensors.remove(name) else {
+        return Ok(None);
+    };
+    let info: Info = serde_json::from_value(info).map_err(|e| format!("{name}: {e}"))?;
+    let [start, end] = info.data_offsets;
+    if start > end || 8 + n + end > size {
+        return Err(format!("{name} runs past the file"));
+    }
+    let mut data = vec![0u8; usize::try_from(end - start).map_err(|e| e.to_string())?];
+    f.seek(SeekFrom::Start(8 + n + start))
+        .map_err(|e| e.to_string())?;
+    f.read_exact(&mut data).map_err(|e| e.to_string())?;
+    Ok(Some((info.shape, info.dtype, data)))
 }
 
 /// The cosine similarity of every pair of rows (a row of zeros is alike to nothing: 0).
@@ -108,6 +149,42 @@ pub struct Table {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The position table read alone is the table the safetensors library reads, from a
+    /// file with another tensor before it and the library's own header.
+    #[test]
+    fn the_position_table_is_read_alone_and_right() {
+        use safetensors::tensor::{serialize, TensorView};
+        let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+        let (a, pos) = (f32s(&[9.0; 6]), f32s(&[1.0, 2.0, 3.0, 4.0, -5.5, 6.25]));
+        let bytes = serialize(
+            [
+                (
+                    "a.weight",
+                    TensorView::new(safetensors::Dtype::F32, vec![2, 3], &a).unwrap(),
+                ),
+                (
+                    "pos.weight",
+                    TensorView::new(safetensors::Dtype::F32, vec![3, 2], &pos).unwrap(),
+                ),
+            ],
+            &None,
+        )
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("weights.safetensors"), &bytes).unwrap();
+        assert_eq!(
+            position_table(dir.path()).unwrap().unwrap(),
+            vec![vec![1.0, 2.0], vec![3.0, 4.0], vec![-5.5, 6.25]]
+        );
+        // A file cut short is an error, not a table.
+        std::fs::write(
+            dir.path().join("weights.safetensors"),
+            &bytes[..bytes.len() - 4],
+        )
+        .unwrap();
+        assert!(position_table(dir.path()).is_err());
+    }
 
     #[test]
     fn cosine_of_rows() {

@@ -84,6 +84,35 @@ pub fn checksum_of(result: &[u8], weights: Option<&[u8]>) -> String {
     h.finalize().to_hex().to_string()
 }
 
+/// [`checksum_of`] with the weights read from `weights` in pieces, never held whole: a warm
+/// build verifies some 90 MB of weights, and reading each file into a fresh buffer made the
+/// kernel zero as many pages again. A missing file counts as no weights, as in `checksum`.
+fn checksum_streaming(result: &[u8], weights: &Path) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut h = blake3::Hasher::new();
+    h.update(RESULT_FILE.as_bytes());
+    h.update(result);
+    match std::fs::File::open(weights) {
+        Ok(mut f) => {
+            h.update(WEIGHTS_FILE.as_bytes());
+            let mut buf = vec![0u8; 1 << 16];
+            loop {
+                match f.read(&mut buf) {
+                    Ok(0) => break,
+                    Ok(n) => {
+                        h.update(&buf[..n]);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e),
+    }
+    Ok(h.finalize().to_hex().to_string())
+}
+
 /// Whether the entry at `dir` keeps its trained weights.
 pub fn has_weights(dir: &Path) -> bool {
     dir.join(WEIGHTS_FILE).is_file()
@@ -111,8 +140,9 @@ pub fn load(
     // Each file is read once: checked against the checksum, then parsed.
     let text =
         std::fs::read(dir.join(RESULT_FILE)).map_err(|e| format!("cache entry unreadable: {e}"))?;
-    let weights = std::fs::read(dir.join(WEIGHTS_FILE)).ok();
-    if checksum_of(&text, weights.as_deref()) != want.trim() {
+    let sum = checksum_streaming(&text, &dir.join(WEIGHTS_FILE))
+        .map_err(|e| format!("cache entry unreadable: {e}"))?;
+    if sum != want.trim() {
         return Err("cache entry is corrupt (checksum mismatch)".into());
     }
     let r: RunResult =
@@ -393,6 +423,29 @@ mod tests {
             }
         }
         assert!(changed >= 35, "{changed} values changed");
+    }
+
+    /// The streamed checksum is `checksum_of` over the same bytes, with and without
+    /// weights, across the read buffer's size.
+    #[test]
+    fn streamed_checksum_is_the_checksum() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = dir.path().join(WEIGHTS_FILE);
+        let result = b"{\"a\": 1}";
+        assert_eq!(
+            checksum_streaming(result, &w).unwrap(),
+            checksum_of(result, None)
+        );
+        let weights: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&w, &weights).unwrap();
+        assert_eq!(
+            checksum_streaming(result, &w).unwrap(),
+            checksum_of(result, Some(&weights))
+        );
+        assert_ne!(
+            checksum_streaming(result, &w).unwrap(),
+            checksum_of(result, Some(&weights[1..]))
+        );
     }
 
     #[test]
