@@ -12,6 +12,7 @@ pub const RESULT_FORMAT: u32 = 5;
 
 /// The result of one run at one seed.
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(try_from = "RunResultFields")]
 pub struct RunResult {
     pub format: u32,
     pub config: RunConfig,
@@ -23,6 +24,46 @@ pub struct RunResult {
     pub output: RunOutput,
     /// Machine-dependent facts: excluded from determinism comparisons.
     pub env: RunEnv,
+}
+
+/// A result as it is read: the same JSON, with the output's three possible fields named
+/// one by one. Reading through `#[serde(flatten)]` buffered every field it did not name
+/// (the whole `train` object, losses and all) in a generic tree and parsed it twice; a
+/// warm build reads some 200 results.
+#[derive(Deserialize)]
+struct RunResultFields {
+    format: u32,
+    config: RunConfig,
+    seed: u64,
+    params: i64,
+    #[serde(default)]
+    train: Option<Box<TrainResult>>,
+    #[serde(default)]
+    worked: Option<WorkedExample>,
+    #[serde(default)]
+    variance: Option<Vec<DotVariance>>,
+    env: RunEnv,
+}
+
+impl TryFrom<RunResultFields> for RunResult {
+    type Error = &'static str;
+
+    fn try_from(r: RunResultFields) -> Result<Self, Self::Error> {
+        let output = match (r.train, r.worked, r.variance) {
+            (Some(t), None, None) => RunOutput::Train(t),
+            (None, Some(w), None) => RunOutput::Worked(w),
+            (None, None, Some(v)) => RunOutput::Variance(v),
+            _ => return Err("a result holds exactly one of `train`, `worked` and `variance`"),
+        };
+        Ok(RunResult {
+            format: r.format,
+            config: r.config,
+            seed: r.seed,
+            params: r.params,
+            output,
+            env: r.env,
+        })
+    }
 }
 
 /// What a run computed: one per `RunKind`, so a result cannot hold two or none.
@@ -303,4 +344,59 @@ pub fn mean_std(xs: &[f64]) -> (f64, f64) {
         0.0
     };
     (m, var.sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn variance_result() -> RunResult {
+        RunResult {
+            format: RESULT_FORMAT,
+            config: RunConfig::reference(),
+            seed: 3,
+            params: 7,
+            output: RunOutput::Variance(vec![DotVariance {
+                dim: 32,
+                samples: 10,
+                variance: 31.5,
+                scaled_variance: 0.984_375,
+                sqrt_dim: 32f64.sqrt(),
+            }]),
+            env: RunEnv {
+                profile: "portable-avx2-v2".into(),
+                threads: 1,
+                libtorch: "2.13.0".into(),
+                cpu: "a cpu".into(),
+                vendor: "a vendor".into(),
+                isa: "avx2 fma".into(),
+                code_fingerprint: "0123456789abcdef".into(),
+                train_seconds: 0.5,
+                eval_seconds: 0.25,
+                steps_per_second: 2.0,
+                phases: StepPhases::default(),
+                started_unix: 1,
+            },
+        }
+    }
+
+    /// A result reads back as it was written, its output still one field named for its
+    /// kind; a result with two outputs, or none, does not read.
+    #[test]
+    fn a_result_reads_back_and_holds_one_output() {
+        let r = variance_result();
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(text.contains("\"variance\":[{"), "{text}");
+        assert_eq!(serde_json::from_str::<RunResult>(&text).unwrap(), r);
+        let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        let variance = v["variance"].take();
+        v.as_object_mut().unwrap().remove("variance");
+        let none = serde_json::from_value::<RunResult>(v.clone()).unwrap_err();
+        assert!(none.to_string().contains("exactly one"), "{none}");
+        v["variance"] = variance.clone();
+        v["worked"] = serde_json::json!(null);
+        assert_eq!(serde_json::from_value::<RunResult>(v.clone()).unwrap(), r);
+        v["train"] = serde_json::json!({});
+        assert!(serde_json::from_value::<RunResult>(v).is_err());
+    }
 }
