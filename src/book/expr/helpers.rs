@@ -73,6 +73,28 @@ pub fn rises(xs: Vec<Value>, factor: Option<f64>) -> Result<usize, Error> {
     Ok(v.windows(2).filter(|w| w[1] > f * w[0]).count())
 }
 
+/// A loss curve and the spike rule its helper was given (each argument left out is the
+/// book's: see `crate::book::spikes::Rule`). The curve is read where it is (a list is a
+/// shared `Vec<Value>`), not copied element by element into a new list first.
+fn curve_and_rule(
+    xs: &Value,
+    factor: Option<f64>,
+    floor: Option<f64>,
+    window: Option<usize>,
+) -> Result<(Vec<f64>, crate::book::spikes::Rule), Error> {
+    let d = crate::book::spikes::Rule::default();
+    let rule = crate::book::spikes::Rule {
+        factor: factor.unwrap_or(d.factor),
+        floor: floor.unwrap_or(d.floor),
+        window: window.unwrap_or(d.window),
+    };
+    let curve = match xs.as_object().and_then(|o| o.downcast_ref::<Vec<Value>>()) {
+        Some(list) => numbers(list)?,
+        None => numbers(&xs.try_iter()?.collect::<Vec<_>>())?,
+    };
+    Ok((curve, rule))
+}
+
 /// `spikes(losses)`: the steps at which a spike of a loss curve begins, numbered from one
 /// (see `crate::book::spikes`: ten times the median of the 25 steps before, and above
 /// 0.01); `spikes(losses, factor, floor)` and `spikes(losses, factor, floor, window)` set
@@ -83,19 +105,8 @@ pub fn spikes(
     floor: Option<f64>,
     window: Option<usize>,
 ) -> Result<Vec<usize>, Error> {
-    let d = crate::book::spikes::Rule::default();
-    let rule = crate::book::spikes::Rule {
-        factor: factor.unwrap_or(d.factor),
-        floor: floor.unwrap_or(d.floor),
-        window: window.unwrap_or(d.window),
-    };
-    // A loss curve is read where it is (a list is a shared `Vec<Value>`), not copied
-    // element by element into a new list first.
-    let numbers = match xs.as_object().and_then(|o| o.downcast_ref::<Vec<Value>>()) {
-        Some(list) => numbers(list)?,
-        None => numbers(&xs.try_iter()?.collect::<Vec<_>>())?,
-    };
-    Ok(crate::book::spikes::starts_remembered(&numbers, &rule))
+    let (curve, rule) = curve_and_rule(xs, factor, floor, window)?;
+    Ok(crate::book::spikes::starts_remembered(&curve, &rule))
 }
 
 /// `spike_spans(losses)` (and the rule's arguments of `spikes`): every spike as
@@ -107,17 +118,8 @@ pub fn spike_spans(
     floor: Option<f64>,
     window: Option<usize>,
 ) -> Result<Vec<Value>, Error> {
-    let d = crate::book::spikes::Rule::default();
-    let rule = crate::book::spikes::Rule {
-        factor: factor.unwrap_or(d.factor),
-        floor: floor.unwrap_or(d.floor),
-        window: window.unwrap_or(d.window),
-    };
-    let numbers = match xs.as_object().and_then(|o| o.downcast_ref::<Vec<Value>>()) {
-        Some(list) => numbers(list)?,
-        None => numbers(&xs.try_iter()?.collect::<Vec<_>>())?,
-    };
-    Ok(crate::book::spikes::spans(&numbers, &rule)
+    let (curve, rule) = curve_and_rule(xs, factor, floor, window)?;
+    Ok(crate::book::spikes::spans(&curve, &rule)
         .iter()
         .map(Value::from_serialize)
         .collect())
