@@ -308,26 +308,38 @@ pub fn looks(
     reason = "counts of test strings and letters, exact in an f64"
 )]
 pub fn prefix(result: Value, len: usize) -> Result<f64, Error> {
-    // A result is named by its configuration and seed (a build holds one result per
-    // pair), and its decodes are read again for every claim and every seed left out:
-    // each (result, length) is counted once per process.
+    let v = remembered(&result, &format!("prefix {len}"), || {
+        prefix_counted(&result, len).map(Value::from)
+    })?;
+    f64::try_from(v)
+}
+
+/// A helper's value for one result, computed once per process: a result is named by its
+/// configuration and seed (a build holds one result per pair, and a rerun gives the same
+/// bits), and its decodes are read again for every claim and every seed left out.
+/// `what` names the helper and its arguments.
+fn remembered(
+    result: &Value,
+    what: &str,
+    count: impl FnOnce() -> Result<Value, Error>,
+) -> Result<Value, Error> {
     thread_local! {
-        static SEEN: std::cell::RefCell<std::collections::HashMap<String, f64>> =
+        static SEEN: std::cell::RefCell<std::collections::HashMap<String, Value>> =
             std::cell::RefCell::new(std::collections::HashMap::new());
     }
     let named = match (result.get_attr("config"), result.get_attr("seed")) {
-        (Ok(c), Ok(s)) if !c.is_undefined() && !s.is_undefined() => Some(format!("{c}|{s}|{len}")),
+        (Ok(c), Ok(s)) if !c.is_undefined() && !s.is_undefined() => Some(format!("{c}|{s}|{what}")),
         _ => None,
     };
     if let Some(v) = named
         .as_ref()
-        .and_then(|k| SEEN.with(|m| m.borrow().get(k).copied()))
+        .and_then(|k| SEEN.with(|m| m.borrow().get(k).cloned()))
     {
         return Ok(v);
     }
-    let v = prefix_counted(&result, len)?;
+    let v = count()?;
     if let Some(k) = named {
-        SEEN.with(|m| m.borrow_mut().insert(k, v));
+        SEEN.with(|m| m.borrow_mut().insert(k, v.clone()));
     }
     Ok(v)
 }
@@ -408,6 +420,14 @@ fn alphabet_of(result: &Value, helper: &str) -> Result<revtx_spec::task::Alphabe
 /// wrong there first). Under `add` also `carried` (how many receive a carry into that
 /// position) and `carried_wrong` (how many of those have it wrong).
 pub fn wrong_at(result: Value, len: usize) -> Result<Vec<Value>, Error> {
+    let v = remembered(&result, &format!("wrong_at {len}"), || {
+        wrong_at_counted(&result, len).map(Value::from)
+    })?;
+    Ok(v.try_iter()?.collect())
+}
+
+/// [`wrong_at`], counted.
+fn wrong_at_counted(result: &Value, len: usize) -> Result<Vec<Value>, Error> {
     use revtx_spec::task::Task;
     #[derive(serde::Serialize, Default, Clone)]
     struct At {
@@ -421,7 +441,7 @@ pub fn wrong_at(result: Value, len: usize) -> Result<Vec<Value>, Error> {
         carried_wrong: Option<usize>,
     }
     let fail = |m: String| Error::new(ErrorKind::InvalidOperation, format!("wrong_at: {m}"));
-    let alphabet = alphabet_of(&result, "wrong_at")?;
+    let alphabet = alphabet_of(result, "wrong_at")?;
     let add = alphabet.task == Task::Add;
     let eval = pluck(vec![result.clone()], "train.test".into())?
         .pop()
