@@ -179,7 +179,7 @@ fn notes_with_blocks_and_notes_in_notes_render_in_both_editions() {
     let parsed = book::parse::load(p.root(), &mut sources, &mut diags).unwrap();
     let results = book::runs::Results::default();
     let mut katex = book::render::KatexCache::default();
-    let rendered = book::render::render(&parsed, &results, &sources, &mut katex, &mut diags);
+    let rendered = book::render::render(&parsed, &results, &sources, &mut katex, None, &mut diags);
     let edition = book::print::edition(&parsed, &results, &rendered.chapters, &mut diags)
         .expect("a print edition");
     assert!(diags.is_empty(), "{diags:?}");

@@ -80,6 +80,26 @@ fn the_print_edition_is_written_with_the_site_and_is_the_same_every_time() {
         "two typesettings of one book give one PDF"
     );
 
+    // An edit of a chapter's prose is typeset again, though every other input is the
+    // same (the print edition's memo is keyed on the rendered chapters).
+    let file = p.root().join("book/again.md");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(
+        &file,
+        format!("{text}\nA sentence added after the first edition.\n"),
+    )
+    .unwrap();
+    let edited = build_with_pdf(&p);
+    assert_eq!(edited.errors(), 0, "{:?}", located(&edited));
+    assert!(
+        runs_of(&edited)
+            .iter()
+            .any(|l| l.starts_with("print:") && l.ends_with("typeset)")),
+        "{:?}",
+        runs_of(&edited)
+    );
+    assert_ne!(std::fs::read(p.root().join(PDF)).unwrap(), first);
+
     // --no-pdf (the library's `pdf: false`) leaves it out of the site.
     let out = revtx_book::book::build(&p.options(true));
     assert_eq!(out.errors(), 0);

@@ -16,11 +16,11 @@ use super::diag::Span;
 use super::expr::{as_f64, as_text};
 use super::parse::Tolerance;
 use minijinja::Value;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One claim, as listed in `claims.json`: a checked figure, an inserted value, a literal
 /// or an asserted statement.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClaimRecord {
     pub file: String,
     pub line: usize,
@@ -52,7 +52,7 @@ pub struct ClaimRecord {
     pub reason: Option<String>,
     /// An assertion's operands: each run path in its condition (with its filters) and
     /// its value.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub values: Vec<Operand>,
     /// Where the quote is, for `--bless` to rewrite it.
     #[serde(skip)]
@@ -60,14 +60,14 @@ pub struct ClaimRecord {
 }
 
 /// A run path of an assertion's condition and what it evaluates to.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Operand {
     pub expr: String,
     pub value: String,
 }
 
 /// What kind of claim a record is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ClaimKind {
     /// `[94.6%]{=…}`: quoted and checked.
@@ -81,7 +81,7 @@ pub enum ClaimKind {
 }
 
 /// What a claim record says about its claim.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// It holds (an insert: it was evaluated; a literal: always).

@@ -239,8 +239,17 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     let t = Instant::now();
     let katex_path = opts.runs.cache_dir.join("katex.json");
     let mut katex = KatexCache::load(&katex_path);
-    let rendered = render::render(&book, &results, &o.sources, &mut katex, &mut o.diags);
-    let (chapters, claims) = (rendered.chapters, rendered.claims);
+    // A build that blesses needs every claim's span, and a shifted one renders other seeds'
+    // results: both render every chapter, and keep none.
+    let memo_dir = opts.runs.cache_dir.join("render");
+    let memo = (!opts.bless && opts.seed_shift == 0).then_some(memo_dir.as_path());
+    let rendered = render::render(&book, &results, &o.sources, &mut katex, memo, &mut o.diags);
+    if let (Some(_), (kept @ 1.., of)) = (memo, rendered.from_memo) {
+        o.run_report.push(format!(
+            "render: {kept} of {of} chapters unchanged, from the render memo"
+        ));
+    }
+    let (chapters, claims, rendered_key) = (rendered.chapters, rendered.claims, rendered.key);
     o.counts = rendered.counts;
     katex.save(&katex_path);
     o.timings.push(("render", t.elapsed()));
@@ -262,8 +271,18 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
     }
 
     let claims_json = serde_json::to_string_pretty(&claims).unwrap_or_default() + "\n";
-    let changes = editions_stage(opts, o, &book, &results, &claims_json);
-    let printed = print_stage(opts, o, &book, &results, &chapters, changes.as_ref());
+    let changes = editions_stage(
+        opts,
+        o,
+        (&book, &results, rendered_key.as_deref()),
+        &claims_json,
+    );
+    let printed = print_stage(
+        opts,
+        o,
+        (&book, &results, &chapters, rendered_key.as_deref()),
+        changes.as_ref(),
+    );
     let (pdf, pdf_pages) = match printed {
         Some((name, bytes, pages)) => (Some((name, bytes)), pages),
         None => (None, std::collections::BTreeMap::new()),
@@ -438,14 +457,26 @@ fn out_refused(opts: &BuildOptions, o: &mut Outcome) -> bool {
 fn editions_stage(
     opts: &BuildOptions,
     o: &mut Outcome,
-    book: &parse::Book,
-    results: &runs::Results,
+    (book, results, rendered): (&parse::Book, &runs::Results, Option<&str>),
     claims_json: &str,
 ) -> Option<editions::Changes> {
     if opts.out.is_none() || opts.seed_shift != 0 || o.errors() > 0 {
         return None;
     }
     let t = Instant::now();
+    // The same rendered book, engine, profile and earlier edition: the same changes.
+    let key = rendered.and_then(|r| {
+        let inputs = format!("{r}\0{}\0{}", crate::ENGINE.code, opts.runs.profile.id());
+        editions::memo_key(&opts.root, &book.editions, &inputs)
+    });
+    if let Some(c) = key
+        .as_deref()
+        .and_then(|k| editions::remembered(&opts.runs.cache_dir, k))
+    {
+        o.timings.push(("editions", t.elapsed()));
+        o.run_report.push(changes_line(&c));
+        return Some(c);
+    }
     let previous = match editions::previous(&opts.root, &book.editions)? {
         Ok(r) => r,
         Err(d) => {
@@ -465,13 +496,10 @@ fn editions_stage(
     match this {
         Ok(this) => {
             let c = editions::compare(&previous, &this);
-            o.run_report.push(format!(
-                "changes: against {}, {} changed, {} appeared, {} disappeared",
-                c.from,
-                c.changed.len(),
-                c.appeared.len(),
-                c.disappeared.len()
-            ));
+            if let Some(k) = &key {
+                editions::remember(&opts.runs.cache_dir, k, &c);
+            }
+            o.run_report.push(changes_line(&c));
             Some(c)
         }
         Err(why) => {
@@ -485,6 +513,17 @@ fn editions_stage(
     }
 }
 
+/// The build's report of what changed since the last edition.
+fn changes_line(c: &editions::Changes) -> String {
+    format!(
+        "changes: against {}, {} changed, {} appeared, {} disappeared",
+        c.from,
+        c.changed.len(),
+        c.appeared.len(),
+        c.disappeared.len()
+    )
+}
+
 /// The print edition's file name and bytes (typeset now, or from the cache), for a build
 /// that writes a site, asks for the PDF and has no errors; it runs before anything is
 /// written, so a PDF is never out of step with its site. Problems are diagnostics, and
@@ -492,18 +531,47 @@ fn editions_stage(
 fn print_stage(
     opts: &BuildOptions,
     o: &mut Outcome,
-    book: &parse::Book,
-    results: &runs::Results,
-    chapters: &[RenderedChapter],
+    (book, results, chapters, rendered): (
+        &parse::Book,
+        &runs::Results,
+        &[RenderedChapter],
+        Option<&str>,
+    ),
     changes: Option<&editions::Changes>,
 ) -> Option<(String, Vec<u8>, std::collections::BTreeMap<String, usize>)> {
     if opts.out.is_none() || !opts.pdf || o.errors() > 0 {
         return None;
     }
     let t = Instant::now();
-    let with = changes.map(|c| (&o.sources, c));
-    let edition = print::edition_with(book, results, chapters, with, &mut o.diags);
-    let typeset = edition.map(|e| print::typeset(&e, &opts.runs.cache_dir, &o.sources));
+    // The document is made from the rendered book and the changes it lists: the same
+    // inputs as a build before, the same PDF (see `print::remembered`).
+    let inputs = rendered.map(|key| {
+        let mut h = blake3::Hasher::new();
+        h.update(b"print memo 1\0");
+        h.update(key.as_bytes());
+        h.update(
+            serde_json::to_string(&changes)
+                .unwrap_or_default()
+                .as_bytes(),
+        );
+        h.update(format!("{:?}", std::env::var_os("SOURCE_DATE_EPOCH")).as_bytes());
+        h.finalize().to_hex().to_string()
+    });
+    let remembered = inputs
+        .as_deref()
+        .and_then(|i| print::remembered(&opts.runs.cache_dir, book, i));
+    let typeset = if let Some(t) = remembered {
+        Some(Ok(t))
+    } else {
+        let diags_before = o.diags.len();
+        let with = changes.map(|c| (&o.sources, c));
+        let edition = print::edition_with(book, results, chapters, with, &mut o.diags);
+        let typeset = edition.map(|e| print::typeset(&e, &opts.runs.cache_dir, &o.sources));
+        if let (Some(Ok(t)), Some(i), true) = (&typeset, &inputs, o.diags.len() == diags_before) {
+            print::remember(&opts.runs.cache_dir, book, i, &t.key);
+        }
+        typeset
+    };
     o.timings.push(("print", t.elapsed()));
     match typeset? {
         Ok(t) => {

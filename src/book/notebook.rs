@@ -56,7 +56,7 @@ pub fn render(input: &Input) -> Result<Vec<u8>, String> {
         );
     };
     let template_path = input.book_dir.join(&nb.template);
-    let template = std::fs::read_to_string(&template_path).map_err(|e| {
+    let template = crate::book::render::reads::read_to_string(&template_path).map_err(|e| {
         format!(
             "cannot read the notebook template `book/{}`: {e}",
             nb.template
@@ -116,9 +116,9 @@ fn modules(root: &Path, package: &str) -> Result<Vec<Value>, String> {
             "refusing the notebook package `{package}`: it is outside the project"
         ));
     }
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+    let mut names: Vec<String> = crate::book::render::reads::folder_names(&dir)
         .map_err(|e| format!("cannot read the notebook package `{package}`: {e}"))?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .into_iter()
         .filter(|n| Path::new(n).extension().is_some_and(|e| e == "py"))
         .collect();
     names.sort_by_key(|n| (n != "__init__.py", n.clone()));
@@ -135,7 +135,7 @@ fn modules(root: &Path, package: &str) -> Result<Vec<Value>, String> {
     names
         .into_iter()
         .map(|name| {
-            let code = std::fs::read_to_string(dir.join(&name))
+            let code = crate::book::render::reads::read_to_string(&dir.join(&name))
                 .map_err(|e| format!("cannot read `{package}/{name}`: {e}"))?;
             Ok(json!({
                 "package": name_of_package,

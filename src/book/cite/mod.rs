@@ -59,6 +59,7 @@ pub struct ChapterCitations {
 }
 
 /// One entry of a chapter's reference list.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Work {
     pub key: String,
     /// The entry formatted as HTML (links for its DOI or URL).

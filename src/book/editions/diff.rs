@@ -4,12 +4,12 @@
 
 use super::record::{Claim, Record};
 use super::text::{masked, shape};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// What changed between two editions.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Changes {
     pub from: String,
     pub to: String,
@@ -26,7 +26,7 @@ pub struct Changes {
     pub profile: Option<(String, String)>,
 }
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Change {
     pub old: Claim,
     pub new: Claim,
@@ -34,7 +34,7 @@ pub struct Change {
 }
 
 /// Why a claim's value changed.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "cause", rename_all = "kebab-case")]
 pub enum Cause {
     /// A key of a run's resolved configuration, with its two values.

@@ -154,3 +154,45 @@ fn place(
         e(&sentence)
     );
 }
+
+/// The key of what a comparison with the last listed edition is made from, beside `inputs`
+/// (the rendered book's key, the engine and the profile): that edition's record file, or
+/// the commit its revision names. None where the revision cannot be resolved.
+pub fn memo_key(root: &Path, editions: &[(EditionConfig, Span)], inputs: &str) -> Option<String> {
+    let (e, _) = editions.last()?;
+    let mut h = blake3::Hasher::new();
+    h.update(b"changes memo 1\0");
+    h.update(inputs.as_bytes());
+    h.update(format!("{:?}\0{:?}\0{:?}", e.name, e.rev, e.claims).as_bytes());
+    if let Some(file) = &e.claims {
+        let (path, _) = crate::book::parse::config::book_file(&root.join("book"), file).ok()?;
+        h.update(&std::fs::read(path).ok()?);
+    }
+    if let Some(rev) = e.rev.as_ref().filter(|r| !r.starts_with('-')) {
+        let out = std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(["rev-parse", "--verify", "--quiet"])
+            .arg(format!("{rev}^{{commit}}"))
+            .output()
+            .ok()
+            .filter(|o| o.status.success())?;
+        h.update(&out.stdout);
+    }
+    Some(h.finalize().to_hex().to_string())
+}
+
+/// What a build found changed before, under `key` (see [`memo_key`]).
+pub fn remembered(cache: &Path, key: &str) -> Option<Changes> {
+    let bytes = std::fs::read(cache.join("render").join("changes.cbor")).ok()?;
+    let (seen, changes): (String, Changes) = ciborium::from_reader(bytes.as_slice()).ok()?;
+    (seen == key).then_some(changes)
+}
+
+/// Keeps `changes` under `key` (a failure only costs the next build the comparison).
+pub fn remember(cache: &Path, key: &str, changes: &Changes) {
+    let mut bytes = Vec::new();
+    if ciborium::into_writer(&(key, changes), &mut bytes).is_ok() {
+        let _ = crate::book::site::write_atomic(&cache.join("render").join("changes.cbor"), &bytes);
+    }
+}

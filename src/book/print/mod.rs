@@ -204,16 +204,8 @@ pub fn typeset(
     let cached = dir.join(&name);
     // Where each claim was put, beside the PDF it was read from (see `CLAIM_PREFIX`).
     let pages_file = dir.join(format!("{book}-{key}.pages.json"));
-    if let Ok(bytes) = std::fs::read(&cached) {
-        let pages = std::fs::read(&pages_file)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default();
-        return Ok(Typeset {
-            bytes,
-            typeset: false,
-            pages,
-        });
+    if let Some(t) = from_cache(cache, &book, &key) {
+        return Ok(t);
     }
     let (bytes, pages) =
         revtx_pdf::typeset_with_pages(&edition.document, CLAIM_PREFIX).map_err(|problems| {
@@ -247,7 +239,50 @@ pub fn typeset(
         bytes,
         typeset: true,
         pages,
+        key,
     })
+}
+
+/// The PDF of book `book` (its slug) the cache holds under `key`, with its claims' pages.
+fn from_cache(cache: &Path, book: &str, key: &str) -> Option<Typeset> {
+    let dir = cache.join("print");
+    let bytes = std::fs::read(dir.join(format!("{book}-{key}.pdf"))).ok()?;
+    let pages = std::fs::read(dir.join(format!("{book}-{key}.pages.json")))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    Some(Typeset {
+        bytes,
+        typeset: false,
+        pages,
+        key: key.to_string(),
+    })
+}
+
+/// The print edition a build made before from the same inputs, by `inputs` (the key of
+/// the rendered book and the changes it lists; see `book::print_stage`): generating the
+/// document again only to find its PDF in the cache took a third of a warm build.
+pub fn remembered(cache: &Path, book: &Book, inputs: &str) -> Option<Typeset> {
+    let slug = crate::book::render::slugify(&book.config.title);
+    let memo = std::fs::read_to_string(memo_path(cache, &slug)).ok()?;
+    let (seen, key) = memo.trim_end().split_once(' ')?;
+    (seen == inputs && key.len() == KEY_LEN && key.bytes().all(|c| c.is_ascii_hexdigit()))
+        .then(|| from_cache(cache, &slug, key))?
+}
+
+/// Remembers that `inputs` gave the PDF the cache holds under `key` (a failure only costs
+/// the next build the document's generation).
+pub fn remember(cache: &Path, book: &Book, inputs: &str, key: &str) {
+    let slug = crate::book::render::slugify(&book.config.title);
+    let _ = crate::book::site::write_atomic(
+        &memo_path(cache, &slug),
+        format!("{inputs} {key}\n").as_bytes(),
+    );
+}
+
+/// Beside the render memo, so that the print cache holds only PDFs and their pages.
+fn memo_path(cache: &Path, slug: &str) -> std::path::PathBuf {
+    cache.join("render").join(format!("{slug}.print"))
 }
 
 /// The prefix of the labels the print edition puts at claims (`claim-chapter-1-85-637`),
@@ -261,6 +296,8 @@ pub struct Typeset {
     pub typeset: bool,
     /// The page of the file (1-based, every page counted) of each claim label.
     pub pages: std::collections::BTreeMap<String, usize>,
+    /// The key it is cached under.
+    pub key: String,
 }
 
 /// Hex digits of a PDF's cache key.

@@ -273,7 +273,7 @@ impl Renderer<'_> {
         let values: Vec<Operand> = expr::operands(expr, &|name| results.by_run.contains_key(name))
             .into_iter()
             .filter_map(|op| {
-                let v = expr::evaluate(&self.env, &op, &self.ctx).ok()?;
+                let v = expr::evaluate(&self.env, &op, self.ctx()).ok()?;
                 Some(Operand {
                     expr: op,
                     value: expr::as_short_text(&v),
@@ -643,7 +643,7 @@ impl Renderer<'_> {
         if expr.trim().is_empty() {
             return None; // reported when the chapter was parsed (`empty-expression`)
         }
-        match expr::evaluate_or_report(&self.env, &self.ctx, self.results, expr, span) {
+        match expr::evaluate_or_report(&self.env, self.ctx(), self.results, expr, span) {
             Ok(v) => Some(v),
             Err(d) => {
                 // `None`: a declared run without a result failed, or did not train because

@@ -194,7 +194,7 @@ pub fn read_listing(
         )
         .hint("only files inside the project can be included"));
     }
-    let src = std::fs::read_to_string(&canon).map_err(|e| {
+    let src = super::reads::read_to_string(&canon).map_err(|e| {
         Diagnostic::error(Code::Include, None, format!("cannot read `{path}`")).label(e.to_string())
     })?;
     let name = anchor.unwrap_or_default();

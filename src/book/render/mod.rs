@@ -11,6 +11,7 @@
 //! - `directives`: figures and tables from their kinds
 //! - `tables`: markdown tables and their captions
 //! - `search`: the search index, from the nodes' text
+//! - `memo`: chapters rendered before, kept under the key of what they read (`reads`)
 //! - `html`: the partials' template environment
 
 mod answers;
@@ -19,8 +20,10 @@ pub mod html;
 mod inlines;
 pub(crate) mod listings;
 mod math;
+mod memo;
 mod notes;
 pub(crate) mod numbering;
+pub(crate) mod reads;
 mod search;
 mod tables;
 mod walk;
@@ -37,7 +40,7 @@ use crate::book::codes::Code;
 use serde::Serialize;
 use std::path::Path;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct TocEntry {
     pub level: u8,
     pub id: String,
@@ -46,7 +49,7 @@ pub struct TocEntry {
 }
 
 /// A section of plain text for the search index.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct SearchEntry {
     pub title: String,
     pub url: String,
@@ -72,7 +75,7 @@ pub struct RenderedChapter {
     pub colab: Option<String>,
 }
 
-#[derive(Clone, Copy, Debug, Default, Serialize)]
+#[derive(Clone, Copy, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Counts {
     /// Claims by kind: checked figures, asserted statements, literals, inserted values,
     /// and the numerals of the prose bound to none of them.
@@ -106,6 +109,11 @@ pub struct Rendered {
     pub chapters: Vec<RenderedChapter>,
     pub claims: Vec<ClaimRecord>,
     pub counts: Counts,
+    /// How many chapters came from the render memo, unchanged, of how many.
+    pub from_memo: (usize, usize),
+    /// With the memo: the key of the whole rendering (every chapter's, in order), which
+    /// names everything the chapters were made from.
+    pub key: Option<String>,
 }
 
 /// Shared state of the render stage.
@@ -117,7 +125,9 @@ struct Renderer<'a> {
     env: minijinja::Environment<'static>,
     /// The named expressions that average seeds (see `loso::averaging`).
     averaging: Vec<String>,
-    ctx: minijinja::Value,
+    /// The runs as expressions see them ([`super::expr::context`]), made when a chapter first
+    /// evaluates one: a build whose chapters all come from the memo converts none.
+    ctx: std::sync::OnceLock<minijinja::Value>,
     katex: &'a mut KatexCache,
     partials: html::Partials,
     anchors: numbering::Anchors,
@@ -143,6 +153,11 @@ struct Renderer<'a> {
 }
 
 impl Renderer<'_> {
+    /// The context expressions are evaluated in.
+    fn ctx(&self) -> &minijinja::Value {
+        self.ctx.get_or_init(|| super::expr::context(self.results))
+    }
+
     /// Records what a reference to `id` previews: `text` (plain), shortened to about
     /// [`PREVIEW_CHARS`] characters.
     fn preview(&mut self, id: &str, text: &str) {
@@ -188,21 +203,25 @@ fn shorten(text: &str, max: usize) -> String {
     out
 }
 
-/// Renders every chapter of the book, checking its claims against `results`.
+/// Renders every chapter of the book, checking its claims against `results`. With `memo`
+/// (a folder), a chapter whose inputs are those of a rendering kept there is taken from it,
+/// and a chapter rendered without a diagnostic is kept (see `memo`).
 pub fn render(
     book: &Book,
     results: &Results,
     sources: &Sources,
     katex: &mut KatexCache,
+    memo: Option<&Path>,
     diags: &mut Vec<Diagnostic>,
 ) -> Rendered {
+    let named = super::expr::named_expressions(book);
     let mut r = Renderer {
         root: &book.root,
         results,
         sources,
         env: super::expr::book_environment(book),
-        averaging: super::loso::averaging(&super::expr::named_expressions(book)),
-        ctx: super::expr::context(results),
+        averaging: super::loso::averaging(&named),
+        ctx: std::sync::OnceLock::new(),
         katex,
         partials: html::Partials::new(&book.root),
         anchors: numbering::anchors(&book.chapters),
@@ -218,7 +237,48 @@ pub fn render(
         notebook: None,
         diags: Vec::new(),
     };
-    let mut chapters: Vec<RenderedChapter> = book.chapters.iter().map(|ch| r.chapter(ch)).collect();
+    let memo = memo.and_then(|dir| memo::Memo::new(dir, book, results, sources));
+    let mut from_memo = 0;
+    let mut whole = blake3::Hasher::new();
+    let mut chapters: Vec<RenderedChapter> = Vec::with_capacity(book.chapters.len());
+    for ch in &book.chapters {
+        let key = memo.as_ref().map(|m| m.key(ch, sources, r.xrefs));
+        whole.update(key.as_deref().unwrap_or_default().as_bytes());
+        let kept = memo
+            .as_ref()
+            .zip(key.as_deref())
+            .and_then(|(m, key)| m.get(&ch.slug, key));
+        if let Some((chapter, produced)) = kept {
+            r.claims.extend(produced.claims);
+            r.previews.extend(produced.previews);
+            r.xrefs += produced.xrefs;
+            from_memo += 1;
+            chapters.push(chapter);
+            continue;
+        }
+        // Rendered with the book-wide state of its own, merged after: what it added is
+        // what the memo keeps.
+        let (claims, previews, xrefs, errors) = (
+            std::mem::take(&mut r.claims),
+            std::mem::take(&mut r.previews),
+            r.xrefs,
+            r.diags.len(),
+        );
+        let (chapter, read) = reads::recording(|| r.chapter(ch));
+        let produced = memo::Produced {
+            claims: std::mem::replace(&mut r.claims, claims),
+            previews: std::mem::replace(&mut r.previews, previews)
+                .into_iter()
+                .collect(),
+            xrefs: r.xrefs - xrefs,
+        };
+        r.claims.extend(produced.claims.iter().cloned());
+        r.previews.extend(produced.previews.iter().cloned());
+        if let (Some(m), Some(key), true) = (&memo, key, r.diags.len() == errors) {
+            m.put(key, read, &chapter, produced);
+        }
+        chapters.push(chapter);
+    }
     // A reference's preview may come from a later chapter: put them in once all are known.
     for c in &mut chapters {
         c.html = inlines::fill_previews(&c.html, &r.anchors, &r.previews);
@@ -229,6 +289,8 @@ pub fn render(
     }
     diags.append(&mut r.diags);
     Rendered {
+        key: memo.map(|_| whole.finalize().to_hex().to_string()),
+        from_memo: (from_memo, chapters.len()),
         chapters,
         claims: r.claims,
         counts,
