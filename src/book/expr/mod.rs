@@ -135,35 +135,98 @@ pub fn context(results: &Results) -> Value {
 /// context costs a map of pointers, not a copy of the results.
 pub fn run_values(results: &Results) -> &std::sync::Arc<std::collections::BTreeMap<String, Value>> {
     results.values.get_or_init(|| {
-        let mut map = std::collections::BTreeMap::new();
-        for (id, produced) in &results.by_run {
-            let plan = results.plans.iter().find(|p| &p.id == id);
-            let ensemble = plan.is_some_and(|p| p.seeds.len() > 1);
-            let seeds: Vec<Value> = produced
-                .iter()
-                .map(|p| {
-                    seed_value(
-                        &p.result,
-                        crate::book::weights::table(&p.dir).map(Value::from_serialize),
-                    )
-                })
-                .collect();
-            let value = if ensemble {
-                Value::from_iter([
-                    (
-                        "seeds",
-                        produced.iter().map(|p| p.result.seed).collect::<Value>(),
-                    ),
-                    ("runs", Value::from(seeds)),
-                    ("config", Value::from_serialize(&produced[0].result.config)),
-                ])
-            } else {
-                seeds.into_iter().next().unwrap_or_default()
-            };
-            map.insert(id.clone(), value);
+        // `serve` keeps its verified results from build to build: a rebuild whose results
+        // are the very same (the same shared results, kept alive here so that none can be
+        // mistaken for another) takes the last conversion.
+        static LAST: std::sync::Mutex<Option<(Seen, Converted)>> = std::sync::Mutex::new(None);
+        let seen = seen(results);
+        let mut last = LAST
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((before, converted)) = last.as_ref() {
+            if same(before, &seen) {
+                return std::sync::Arc::clone(converted);
+            }
         }
-        std::sync::Arc::new(map)
+        let converted = convert(results);
+        *last = Some((seen, std::sync::Arc::clone(&converted)));
+        converted
     })
+}
+
+/// What a conversion was made from: each run's id, seed count, and its shared results
+/// with their entries.
+type Seen = Vec<(
+    String,
+    usize,
+    Vec<(std::sync::Arc<RunResult>, std::path::PathBuf)>,
+)>;
+type Converted = std::sync::Arc<std::collections::BTreeMap<String, Value>>;
+
+fn seen(results: &Results) -> Seen {
+    results
+        .by_run
+        .iter()
+        .map(|(id, produced)| {
+            let seeds = results
+                .plans
+                .iter()
+                .find(|p| &p.id == id)
+                .map_or(0, |p| p.seeds.len());
+            let each = produced
+                .iter()
+                .map(|p| (std::sync::Arc::clone(&p.result), p.dir.clone()))
+                .collect();
+            (id.clone(), seeds, each)
+        })
+        .collect()
+}
+
+/// Whether two builds' results are the very same: the same runs, seeds, entries and
+/// shared results (by address: the same allocation, not equal contents).
+fn same(a: &Seen, b: &Seen) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            x.0 == y.0
+                && x.1 == y.1
+                && x.2.len() == y.2.len()
+                && x.2
+                    .iter()
+                    .zip(&y.2)
+                    .all(|(r, q)| std::sync::Arc::ptr_eq(&r.0, &q.0) && r.1 == q.1)
+        })
+}
+
+/// Each run's result converted into the values expressions read ([`run_values`]).
+fn convert(results: &Results) -> std::sync::Arc<std::collections::BTreeMap<String, Value>> {
+    let mut map = std::collections::BTreeMap::new();
+    for (id, produced) in &results.by_run {
+        let plan = results.plans.iter().find(|p| &p.id == id);
+        let ensemble = plan.is_some_and(|p| p.seeds.len() > 1);
+        let seeds: Vec<Value> = produced
+            .iter()
+            .map(|p| {
+                seed_value(
+                    &p.result,
+                    crate::book::weights::table(&p.dir).map(Value::from_serialize),
+                )
+            })
+            .collect();
+        let value = if ensemble {
+            Value::from_iter([
+                (
+                    "seeds",
+                    produced.iter().map(|p| p.result.seed).collect::<Value>(),
+                ),
+                ("runs", Value::from(seeds)),
+                ("config", Value::from_serialize(&produced[0].result.config)),
+            ])
+        } else {
+            seeds.into_iter().next().unwrap_or_default()
+        };
+        map.insert(id.clone(), value);
+    }
+    std::sync::Arc::new(map)
 }
 
 /// One seed's result as expressions see it: its fields, with `table` (a learned table's
@@ -600,5 +663,36 @@ mod tests {
         assert_eq!(as_text(&Value::from(0.013_456_7)), "0.01346");
         assert_eq!(as_text(&Value::from(12_345)), "12345");
         assert_eq!(as_full_text(&Value::from(0.827_731_2)), "0.827731");
+    }
+
+    /// Two builds' results are the same only when they share every result itself: equal
+    /// contents read again (a changed entry read anew) are another conversion.
+    #[test]
+    fn results_are_the_same_only_when_they_share_each_result() {
+        let bytes = std::fs::read(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("tests/fixtures/results/train-s0.json"),
+        )
+        .unwrap();
+        let read = || std::sync::Arc::new(serde_json::from_slice::<RunResult>(&bytes).unwrap());
+        let one = read();
+        let dir = std::path::PathBuf::from("entry");
+        let of = |r: &std::sync::Arc<RunResult>, seeds: usize| -> Seen {
+            vec![(
+                "a".into(),
+                seeds,
+                vec![(std::sync::Arc::clone(r), dir.clone())],
+            )]
+        };
+        assert!(same(&of(&one, 1), &of(&one, 1)));
+        assert!(
+            !same(&of(&one, 1), &of(&read(), 1)),
+            "equal, but read again"
+        );
+        assert!(!same(&of(&one, 1), &of(&one, 2)), "another seed count");
+        let mut elsewhere = of(&one, 1);
+        elsewhere[0].2[0].1 = "other".into();
+        assert!(!same(&of(&one, 1), &elsewhere), "another entry");
+        assert!(!same(&of(&one, 1), &Vec::new()));
     }
 }
