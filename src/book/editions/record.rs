@@ -3,7 +3,7 @@
 //! fingerprint and the numeric profile. Made from a build, from the book at a git revision,
 //! or read from a file `changes --save` wrote.
 
-use super::text::{section_at, sentence_at};
+use super::text::Index;
 use crate::book::diag::{Diagnostic, Sources};
 use crate::book::parse::{Book, Place};
 use crate::book::runs::RunPlan;
@@ -121,6 +121,19 @@ pub fn of_book(
             )
         })
         .collect();
+    // Each chapter by the path its claims give, its lines indexed once.
+    let chapters: Vec<(String, &crate::book::parse::Chapter, Index)> = book
+        .chapters
+        .iter()
+        .map(|c| {
+            (
+                sources.display_path(c.file),
+                c,
+                Index::new(sources.text(c.file)),
+            )
+        })
+        .collect();
+    let nowhere = Index::new("");
     let mut claims = Vec::new();
     for w in written {
         let value = match w.kind.as_str() {
@@ -129,19 +142,16 @@ pub fn of_book(
             _ => None, // a literal is the author's, not computed
         };
         let Some(value) = value else { continue };
-        let ch = book
-            .chapters
-            .iter()
-            .find(|c| sources.display_path(c.file) == w.file);
-        let text = ch.map_or("", |c| sources.text(c.file));
+        let ch = chapters.iter().find(|(path, _, _)| *path == w.file);
+        let index = ch.map_or(&nowhere, |(_, _, i)| i);
         let (chapter, page) = ch.map_or_else(
             || (w.file.clone(), String::new()),
-            |c| (chapter_name(c.place, &c.title), c.slug.clone()),
+            |(_, c, _)| (chapter_name(c.place, &c.title), c.slug.clone()),
         );
         claims.push(Claim {
             runs: reads(&w.expr, &runs),
-            section: section_at(text, w.line),
-            sentence: sentence_at(text, w.line, w.col),
+            section: index.section_at(w.line),
+            sentence: index.sentence_at(w.line, w.col),
             file: w.file,
             line: w.line,
             col: w.col,

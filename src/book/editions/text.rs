@@ -2,44 +2,113 @@
 //! around it, that sentence as a reader sees it, and its prose with the quoted figures
 //! masked (so that a retrained figure is not taken for an edit).
 
-/// The `##`-or-deeper heading above line `line` (1-based): its title, without its
-/// attribute block, and its id if it gives one.
-pub fn section_at(text: &str, line: usize) -> Option<(String, Option<String>)> {
-    let mut found = None;
-    let mut fenced = false;
-    for l in text.lines().take(line.saturating_sub(1)) {
-        let t = l.trim_start();
-        if t.starts_with("```") || t.starts_with("~~~") {
-            fenced = !fenced;
+/// A source's lines, indexed once: where each starts and the section it is in, so that
+/// the hundreds of claims of a chapter each find theirs without reading it from the top.
+pub struct Index<'a> {
+    text: &'a str,
+    /// Byte offset of each line's start (line `n`, 1-based, at `starts[n - 1]`).
+    starts: Vec<usize>,
+    /// The heading each line is under: an index into `headings`, by line.
+    under: Vec<Option<usize>>,
+    headings: Vec<(String, Option<String>)>,
+}
+
+impl<'a> Index<'a> {
+    pub fn new(text: &'a str) -> Self {
+        let mut starts = vec![0];
+        let mut under = Vec::new();
+        let mut headings = Vec::new();
+        let mut current = None;
+        let mut fenced = false;
+        for l in text.split_inclusive('\n') {
+            under.push(current);
+            starts.push(starts.last().copied().unwrap_or(0) + l.len());
+            let t = l.trim_end_matches(['\n', '\r']).trim_start();
+            if t.starts_with("```") || t.starts_with("~~~") {
+                fenced = !fenced;
+            }
+            if fenced {
+                continue;
+            }
+            if let Some(rest) = t.strip_prefix("##") {
+                headings.push(heading(rest));
+                current = Some(headings.len() - 1);
+            }
         }
-        if fenced {
-            continue;
-        }
-        if let Some(rest) = t.strip_prefix("##") {
-            let rest = rest.trim_start_matches('#').trim();
-            let (title, id) = match rest.rfind('{') {
-                Some(b) if rest.ends_with('}') => {
-                    let attrs = &rest[b + 1..rest.len() - 1];
-                    let id = attrs
-                        .split_whitespace()
-                        .find_map(|a| a.strip_prefix('#'))
-                        .map(String::from);
-                    (rest[..b].trim().to_string(), id)
-                }
-                _ => (rest.to_string(), None),
-            };
-            found = Some((clean(&title), id));
+        under.push(current);
+        Index {
+            text,
+            starts,
+            under,
+            headings,
         }
     }
-    found
+
+    /// The `##`-or-deeper heading above line `line` (1-based): its title, without its
+    /// attribute block, and its id if it gives one.
+    pub fn section_at(&self, line: usize) -> Option<(String, Option<String>)> {
+        // Past the last line, the last heading (as reading to the end finds it).
+        let at = line.saturating_sub(1).min(self.under.len() - 1);
+        let i = self.under[at]?;
+        Some(self.headings[i].clone())
+    }
+
+    /// The byte offset of line `line`, column `col` (1-based, in characters).
+    fn offset(&self, line: usize, col: usize) -> Option<usize> {
+        let start = *self.starts.get(line.checked_sub(1)?)?;
+        if start > self.text.len()
+            || (line > 1 && start == self.text.len() && !self.text.ends_with('\n'))
+        {
+            return None;
+        }
+        let l = &self.text[start..];
+        let within = l
+            .char_indices()
+            .nth(col.saturating_sub(1))
+            .map_or(l.len(), |(i, _)| i);
+        Some(start + within)
+    }
+
+    /// The sentence that holds line `line`, column `col` (1-based, in characters), as
+    /// written, on one line.
+    pub fn sentence_at(&self, line: usize, col: usize) -> String {
+        match self.offset(line, col) {
+            Some(at) => sentence_around(self.text, at),
+            None => String::new(),
+        }
+    }
+}
+
+/// A heading's text after its `##`: its title (cleaned) and its id if it gives one.
+fn heading(rest: &str) -> (String, Option<String>) {
+    let rest = rest.trim_start_matches('#').trim();
+    let (title, id) = match rest.rfind('{') {
+        Some(b) if rest.ends_with('}') => {
+            let attrs = &rest[b + 1..rest.len() - 1];
+            let id = attrs
+                .split_whitespace()
+                .find_map(|a| a.strip_prefix('#'))
+                .map(String::from);
+            (rest[..b].trim().to_string(), id)
+        }
+        _ => (rest.to_string(), None),
+    };
+    (clean(&title), id)
+}
+
+/// The `##`-or-deeper heading above line `line` (1-based) of `text` (see [`Index`]).
+pub fn section_at(text: &str, line: usize) -> Option<(String, Option<String>)> {
+    Index::new(text).section_at(line)
 }
 
 /// The sentence of `text` that holds line `line`, column `col` (1-based, in characters),
-/// as written, on one line.
+/// as written, on one line (see [`Index`]).
 pub fn sentence_at(text: &str, line: usize, col: usize) -> String {
-    let Some(at) = offset(text, line, col) else {
-        return String::new();
-    };
+    Index::new(text).sentence_at(line, col)
+}
+
+/// The sentence of `text` around byte offset `at`.
+fn sentence_around(text: &str, at: usize) -> String {
     // The paragraph: between blank lines.
     let start = text[..at].rfind("\n\n").map_or(0, |i| i + 2);
     let end = text[at..].find("\n\n").map_or(text.len(), |i| at + i);
@@ -71,19 +140,6 @@ pub fn sentence_at(text: &str, line: usize, col: usize) -> String {
 }
 
 /// The byte offset of 1-based `line`, `col` (characters).
-fn offset(text: &str, line: usize, col: usize) -> Option<usize> {
-    let mut start = 0;
-    for _ in 1..line {
-        start += text[start..].find('\n')? + 1;
-    }
-    let l = &text[start..];
-    let within = l
-        .char_indices()
-        .nth(col.saturating_sub(1))
-        .map_or(l.len(), |(i, _)| i);
-    Some(start + within)
-}
-
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
@@ -200,6 +256,62 @@ mod tests {
     use super::*;
 
     const TEXT: &str = "# Ch {#ch}\n\n## Scale {#sec-scale}\n\nIt trains for\n[30]{=tiny.config.train.steps} steps. It reaches [52%]{=tiny.train.test.accuracy}, on\n[most seeds]{? x > 0.5}. The end.\n";
+
+    /// The index's answers are what reading the text from the top gives, at every line and
+    /// at columns inside, past and at the end of each, fences and a missing last newline
+    /// included.
+    #[test]
+    fn the_index_answers_as_reading_from_the_top_does() {
+        fn section_from_top(text: &str, line: usize) -> Option<(String, Option<String>)> {
+            let mut found = None;
+            let mut fenced = false;
+            for l in text.lines().take(line.saturating_sub(1)) {
+                let t = l.trim_start();
+                if t.starts_with("```") || t.starts_with("~~~") {
+                    fenced = !fenced;
+                }
+                if !fenced {
+                    if let Some(rest) = t.strip_prefix("##") {
+                        found = Some(heading(rest));
+                    }
+                }
+            }
+            found
+        }
+        fn offset_from_top(text: &str, line: usize, col: usize) -> Option<usize> {
+            let mut start = 0;
+            for _ in 1..line {
+                start += text[start..].find('\n')? + 1;
+            }
+            let l = &text[start..];
+            let within = l
+                .char_indices()
+                .nth(col.saturating_sub(1))
+                .map_or(l.len(), |(i, _)| i);
+            Some(start + within)
+        }
+        let fenced =
+            "# C\n\n## One {#one}\n\nA é. B.\n\n```text\n## not a heading\n```\n\n### Two\n\nC. D";
+        for text in [TEXT, fenced, "", "\n\n", "no newline"] {
+            let index = Index::new(text);
+            let lines = text.split('\n').count() + 2;
+            for line in 0..=lines {
+                assert_eq!(
+                    index.section_at(line),
+                    section_from_top(text, line),
+                    "{text:?} line {line}"
+                );
+                for col in [0, 1, 2, 5, 40, 200] {
+                    let want =
+                        offset_from_top(text, line.max(1), col).map(|at| sentence_around(text, at));
+                    let got = index
+                        .offset(line.max(1), col)
+                        .map(|at| sentence_around(text, at));
+                    assert_eq!(got, want, "{text:?} line {line} col {col}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn the_sentence_and_section_around_a_claim() {
