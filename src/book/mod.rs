@@ -297,6 +297,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
         .filter(|d| !(opts.seed_shift != 0 && d.code == Code::AssertionFalse))
         .count();
     if let (Some(out), 0) = (&opts.out, blocking) {
+        let derived = opts.runs.cache_dir.join("derived");
         let ctx = site::SiteContext {
             book: &book,
             chapters: &chapters,
@@ -306,6 +307,7 @@ fn pipeline(opts: &BuildOptions, o: &mut Outcome) {
             pdf: pdf.as_ref(),
             changes: changes.as_ref(),
             pdf_pages: &pdf_pages,
+            derived: Some(&derived),
         };
         write_stage(opts, o, out, &ctx);
     } else if opts.out.is_none() && o.errors() == 0 && opts.seed_shift == 0 {

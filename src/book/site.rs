@@ -59,6 +59,9 @@ pub struct SiteContext<'a> {
     pub changes: Option<&'a super::editions::Changes>,
     /// The print edition's page of each claim label (with `changes` and a PDF).
     pub pdf_pages: &'a std::collections::BTreeMap<String, usize>,
+    /// Where files derived from a run's result (its loss as CSV) are kept, by the result's
+    /// entry and checksum, to be linked into the site rather than made again.
+    pub derived: Option<&'a Path>,
 }
 
 /// Writes `bytes` to `path` through a temp file and a rename.
@@ -200,7 +203,7 @@ pub fn files(root: &Path, ctx: &SiteContext) -> Result<Files> {
     );
 
     // Runs appendix and downloads.
-    let runs_view = downloads(ctx.results, &mut files);
+    let runs_view = downloads(ctx.results, ctx.derived, &mut files);
     let costs = chapter_costs(ctx);
     let comparisons = comparisons(ctx);
     let named: Vec<minijinja::Value> = super::expr::named_expressions(book)
@@ -359,7 +362,11 @@ const DASH: &str = "\u{2014}";
 
 /// Adds each run's downloads (result, weights, loss as CSV) under `runs/`, and returns what
 /// `runs.html` shows of them.
-fn downloads(results: &Results, files: &mut Files) -> Vec<minijinja::Value> {
+fn downloads(
+    results: &Results,
+    derived: Option<&Path>,
+    files: &mut Files,
+) -> Vec<minijinja::Value> {
     let mut runs_view = Vec::new();
     for plan in &results.plans {
         let Some(produced) = results.by_run.get(&plan.id) else {
@@ -374,12 +381,12 @@ fn downloads(results: &Results, files: &mut Files) -> Vec<minijinja::Value> {
             if has_weights {
                 files.link(format!("runs/{stem}.safetensors"), &weights);
             }
-            let mut csv = String::from("step,loss\n");
             if let Some(t) = p.result.train() {
-                for (i, l) in t.losses.iter().enumerate() {
-                    let _ = writeln!(csv, "{},{l}", i + 1);
+                let rel = format!("runs/{stem}-loss.csv");
+                match derived.and_then(|d| kept_loss_csv(d, &p.dir, &t.losses)) {
+                    Some(kept) => files.link(rel, &kept),
+                    None => files.bytes(rel, loss_csv(&t.losses)),
                 }
-                files.bytes(format!("runs/{stem}-loss.csv"), csv);
             }
             let e = &p.result.env;
             // A probe run trains no model: it has no parameters, training time or speed to
@@ -417,6 +424,32 @@ fn downloads(results: &Results, files: &mut Files) -> Vec<minijinja::Value> {
         });
     }
     runs_view
+}
+
+/// A run's loss per step, as CSV.
+fn loss_csv(losses: &[f64]) -> String {
+    let mut csv = String::from("step,loss\n");
+    for (i, l) in losses.iter().enumerate() {
+        let _ = writeln!(csv, "{},{l}", i + 1);
+    }
+    csv
+}
+
+/// The loss CSV of the result in cache entry `entry`, kept in `derived` under the entry's
+/// name and checksum (written the first time): formatting every step's loss of every run
+/// took a tenth of a warm build. None where it cannot be kept.
+fn kept_loss_csv(derived: &Path, entry: &Path, losses: &[f64]) -> Option<std::path::PathBuf> {
+    let name = entry.file_name()?.to_str()?;
+    let sum = std::fs::read_to_string(entry.join(revtx_spec::entry::CHECKSUM_FILE)).ok()?;
+    let sum = sum.trim();
+    if sum.is_empty() || !sum.bytes().all(|c| c.is_ascii_alphanumeric()) {
+        return None;
+    }
+    let path = derived.join(format!("{name}-{}-loss.csv", &sum[..sum.len().min(32)]));
+    if !path.is_file() {
+        write_atomic(&path, loss_csv(losses).as_bytes()).ok()?;
+    }
+    Some(path)
 }
 
 /// The models of every widget in the book, each run once, in the order they first appear.
@@ -477,4 +510,43 @@ fn build_time() -> u64 {
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs())
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A result's loss CSV is kept by its entry and checksum: the same entry links the same
+    /// file, and an entry written again (another checksum) gets a CSV of its own losses.
+    #[test]
+    fn a_loss_csv_is_kept_by_its_entry_and_checksum() {
+        let tmp = tempfile::tempdir().unwrap();
+        let entry = tmp.path().join("runs/0123abcd");
+        std::fs::create_dir_all(&entry).unwrap();
+        let derived = tmp.path().join("derived");
+        let sum = entry.join(revtx_spec::entry::CHECKSUM_FILE);
+        std::fs::write(&sum, "aaaa\n").unwrap();
+        let first = kept_loss_csv(&derived, &entry, &[2.5, 0.125]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&first).unwrap(),
+            "step,loss\n1,2.5\n2,0.125\n"
+        );
+        assert_eq!(
+            kept_loss_csv(&derived, &entry, &[2.5, 0.125]).unwrap(),
+            first
+        );
+        std::fs::write(&sum, "bbbb\n").unwrap();
+        let second = kept_loss_csv(&derived, &entry, &[1.0]).unwrap();
+        assert_ne!(second, first);
+        assert_eq!(
+            std::fs::read_to_string(&second).unwrap(),
+            "step,loss\n1,1\n"
+        );
+        std::fs::remove_file(&sum).unwrap();
+        assert_eq!(
+            kept_loss_csv(&derived, &entry, &[1.0]),
+            None,
+            "no checksum, nothing kept"
+        );
+    }
 }
