@@ -440,11 +440,7 @@ fn loss_csv(losses: &[f64]) -> String {
 /// took a tenth of a warm build. None where it cannot be kept.
 fn kept_loss_csv(derived: &Path, entry: &Path, losses: &[f64]) -> Option<std::path::PathBuf> {
     let name = entry.file_name()?.to_str()?;
-    let sum = std::fs::read_to_string(entry.join(revtx_spec::entry::CHECKSUM_FILE)).ok()?;
-    let sum = sum.trim();
-    if sum.is_empty() || !sum.bytes().all(|c| c.is_ascii_alphanumeric()) {
-        return None;
-    }
+    let sum = super::runs::entry_checksum(entry)?;
     let path = derived.join(format!("{name}-{}-loss.csv", &sum[..sum.len().min(32)]));
     if !path.is_file() {
         write_atomic(&path, loss_csv(losses).as_bytes()).ok()?;

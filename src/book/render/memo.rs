@@ -123,9 +123,9 @@ impl Memo {
             for p in produced {
                 // The entry's checksum, which its loading verified: what the result holds,
                 // not only where it is (an entry can be written again under its key).
-                let sum = std::fs::read(p.dir.join(revtx_spec::entry::CHECKSUM_FILE)).ok()?;
+                let sum = p.checksum()?;
                 put("entry", p.dir.to_string_lossy().as_bytes());
-                put("checksum", &sum);
+                put("checksum", sum.as_bytes());
             }
         }
         Some(Memo {
@@ -184,7 +184,7 @@ impl Memo {
 
     /// Keeps a chapter's rendering under `key` (written beside and renamed, so that a build
     /// killed meanwhile leaves no half an entry). A failure only costs time next build.
-    pub fn put(&self, key: String, reads: Vec<Read>, ch: &RenderedChapter, out: Produced) {
+    pub fn put(&self, key: String, reads: Vec<Read>, ch: &RenderedChapter, out: &Produced) {
         let notebook = match &ch.notebook {
             Some((name, bytes)) => match String::from_utf8(bytes.clone()) {
                 Ok(text) => Some((name.clone(), text)),
@@ -207,8 +207,8 @@ impl Memo {
                 notebook,
                 colab: ch.colab.clone(),
             },
-            claims: out.claims,
-            previews: out.previews,
+            claims: out.claims.clone(),
+            previews: out.previews.clone(),
             xrefs: out.xrefs,
         };
         let mut bytes = Vec::new();

@@ -153,6 +153,14 @@ struct Renderer<'a> {
 }
 
 impl Renderer<'_> {
+    /// Adds what a chapter's rendering produced (rendered now or taken from the memo) to
+    /// the book-wide state.
+    fn absorb(&mut self, produced: memo::Produced) {
+        self.claims.extend(produced.claims);
+        self.previews.extend(produced.previews);
+        self.xrefs += produced.xrefs;
+    }
+
     /// The context expressions are evaluated in.
     fn ctx(&self) -> &minijinja::Value {
         self.ctx.get_or_init(|| super::expr::context(self.results))
@@ -249,9 +257,7 @@ pub fn render(
             .zip(key.as_deref())
             .and_then(|(m, key)| m.get(&ch.slug, key));
         if let Some((chapter, produced)) = kept {
-            r.claims.extend(produced.claims);
-            r.previews.extend(produced.previews);
-            r.xrefs += produced.xrefs;
+            r.absorb(produced);
             from_memo += 1;
             chapters.push(chapter);
             continue;
@@ -272,11 +278,11 @@ pub fn render(
                 .collect(),
             xrefs: r.xrefs - xrefs,
         };
-        r.claims.extend(produced.claims.iter().cloned());
-        r.previews.extend(produced.previews.iter().cloned());
+        r.xrefs = xrefs;
         if let (Some(m), Some(key), true) = (&memo, key, r.diags.len() == errors) {
-            m.put(key, read, &chapter, produced);
+            m.put(key, read, &chapter, &produced);
         }
+        r.absorb(produced);
         chapters.push(chapter);
     }
     // A reference's preview may come from a later chapter: put them in once all are known.

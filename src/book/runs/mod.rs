@@ -106,6 +106,22 @@ pub struct Produced {
     pub cached: bool,
 }
 
+impl Produced {
+    /// The checksum its entry keeps ([`entry_checksum`]).
+    pub fn checksum(&self) -> Option<String> {
+        entry_checksum(&self.dir)
+    }
+}
+
+/// The checksum a cache entry keeps (which loading the entry verified): what its result
+/// holds, not only where it is, since an entry can be written again under its key. None
+/// where it has none, or one that is not a digest.
+pub fn entry_checksum(dir: &std::path::Path) -> Option<String> {
+    let sum = std::fs::read_to_string(dir.join(revtx_spec::entry::CHECKSUM_FILE)).ok()?;
+    let sum = sum.trim();
+    (!sum.is_empty() && sum.bytes().all(|c| c.is_ascii_alphanumeric())).then(|| sum.to_string())
+}
+
 /// All results of a build, by run id then seed order.
 #[derive(Default)]
 pub struct Results {
