@@ -42,7 +42,7 @@ build: setup
 # anywhere.
 install: build
 	install -d $(PREFIX)/bin
-	install -m 755 target/release/revtx-book target/release/revtx-engine $(PREFIX)/bin/
+	install -m 755 target/release/revtx-book target/release/revtx-engine target/release/revtx-intervene $(PREFIX)/bin/
 
 # Build the site into site/, with the print edition beside it (reads book/results/ and
 # trains only what it and the run cache lack; a machine whose numerics differ from the book's stops within seconds, before

@@ -1,6 +1,6 @@
 //! Build script: stamps the compiler with the identity of the engine it keys the run cache
 //! on: the engine crate's code fingerprint (`revtx_spec::fingerprint`, the same hash the
-//! engine's build script computes) and the libtorch version. It links nothing of libtorch.
+//! engine's build script computes), `revtx-intervene`'s, and the libtorch version. It links nothing of libtorch.
 //! It also embeds the default theme, `templates/` and `static/`, into the binary
 //! (`$OUT_DIR/theme.rs`, read by `src/book/theme.rs`).
 use std::fmt::Write;
@@ -15,6 +15,13 @@ fn main() {
     }
     println!("cargo:rerun-if-changed={}", engine.join("src").display());
     println!("cargo:rustc-env=REVTX_CODE_FINGERPRINT={fingerprint}");
+    let intervene = root.join("crates/revtx-intervene");
+    let (fingerprint, files) = revtx_spec::fingerprint::intervene(&intervene);
+    for f in &files {
+        println!("cargo:rerun-if-changed={}", f.display());
+    }
+    println!("cargo:rerun-if-changed={}", intervene.join("src").display());
+    println!("cargo:rustc-env=REVTX_INTERVENE_FINGERPRINT={fingerprint}");
     println!("cargo:rerun-if-env-changed=LIBTORCH");
     let libtorch = std::env::var("LIBTORCH").ok().map(PathBuf::from);
     // An unknown version would key every run on "unknown": a wrong LIBTORCH is an error.

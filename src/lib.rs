@@ -13,3 +13,7 @@ pub const ENGINE: revtx_spec::entry::Engine<'static> = revtx_spec::entry::Engine
     code: env!("REVTX_CODE_FINGERPRINT"),
     libtorch: env!("REVTX_LIBTORCH_VERSION"),
 };
+
+/// The code fingerprint of `crates/revtx-intervene`, which evaluates trained weights with
+/// parts of the model switched off: part of every intervening run's key.
+pub const INTERVENE: &str = env!("REVTX_INTERVENE_FINGERPRINT");

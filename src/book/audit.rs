@@ -283,7 +283,10 @@ fn retrain_and_compare(store: &Store, chosen: Vec<(Job, f64)>, opts: &RunOptions
     };
     let mut o = opts.clone();
     o.cache_dir = tmp.path().to_path_buf();
-    o.extra_caches.clear();
+    // Nothing retrained here is looked up in a cache (`run_jobs` runs every job it is
+    // given); only an intervening run reads its trained run's weights from one, and those
+    // are the build's own (their own audit is the trained entry's).
+    o.extra_caches = opts.caches();
     o.store = None;
     o.store_write = false;
     let runs_dir = tmp.path().join("runs");
@@ -476,6 +479,7 @@ mod tests {
                         range: 0..0,
                     },
                     weights: false,
+                    trained: None,
                 };
                 (job, s)
             })

@@ -110,6 +110,10 @@ codes! {
     RepeatedSeed => "repeated-seed",
     /// A run's base is neither a preset nor an earlier run.
     UnknownBase => "unknown-base",
+    /// An intervening run (`from`, `ablate`) cannot run as its block is written.
+    /// Its trained run is unknown or trains nothing, a target names a head or block the
+    /// model lacks, or the block sets a key that would change the trained run.
+    Intervention => "intervention",
     /// A figure, table, widget, expression or `--rerun` names a run the book does not declare.
     UnknownRun => "unknown-run",
     /// A run's declared contrast (`contrast = { with, varies }`) does not hold: the two runs

@@ -34,6 +34,7 @@ pub mod editions;
 pub mod export;
 pub mod expr;
 pub mod figures;
+pub mod intervene;
 pub mod kinds;
 pub mod loso;
 pub mod notebook;

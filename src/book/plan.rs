@@ -286,6 +286,7 @@ mod tests {
                     range: 0..0,
                 },
                 weights: false,
+                trained: None,
             },
         }
     }

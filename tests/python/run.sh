@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The PyTorch twin's tests (tests/python/test_*.py), with what tests/python/setup.sh
 # installed: the twin against every model the site exports, one training step against the
-# engine's for every option, and every chapter's notebook executed headless.
-#   SITE        the built site (default: site); REVTX_ENGINE: the engine binary.
+# engine's for every option, every ablation of a fixture book against the twin with the
+# same components' activations zeroed, and every chapter's notebook executed headless.
+#   SITE        the built site (default: site); REVTX_ENGINE: the engine binary;
+#   REVTX_BOOK  the compiler that builds the ablation fixture (default: target/release).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$ROOT"
@@ -11,4 +13,4 @@ if [ ! -f .twin/site/.complete ]; then
   exit 1
 fi
 export PYTHONPATH="$ROOT/.twin/site:$ROOT/python"
-exec python3 -m unittest -v tests/python/test_exported.py tests/python/test_step.py tests/python/test_notebooks.py
+exec python3 -m unittest -v tests/python/test_exported.py tests/python/test_step.py tests/python/test_ablation.py tests/python/test_notebooks.py

@@ -21,7 +21,12 @@ pub struct ExecRequest {
     pub label: String,
     /// The code fingerprint the compiler keyed this run on: an engine built from other
     /// source refuses the request rather than cache a result under another engine's key.
+    /// For an intervening run, `revtx-intervene`'s fingerprint.
     pub engine: String,
+    /// For an intervening run (`config.intervene`): the trained run's cache entry, whose
+    /// weights it reads. Where it is decides nothing: the key holds the trained run's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trained: Option<std::path::PathBuf>,
 }
 
 pub const RESULT_FILE: &str = "result.json";
@@ -62,6 +67,23 @@ pub fn key(config: &RunConfig, seed: u64, profile: Profile, engine: Engine) -> S
         let p = Platform::this();
         h.update(format!("|cpu={}|isa={}", p.cpu, p.isa).as_bytes());
     }
+    h.finalize().to_hex()[..24].to_string()
+}
+
+/// The cache key of an intervening run at one seed: the key of the trained run it reads
+/// (its config, seed, engine, libtorch, threads, format and profile), what it switches off
+/// and how (`config.intervene`), and the code of `revtx-intervene` (its own fingerprint).
+pub fn intervention_key(trained_key: &str, config: &RunConfig, code: &str) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(b"intervene|trained=");
+    h.update(trained_key.as_bytes());
+    h.update(b"|intervene=");
+    h.update(
+        serde_json::to_string(&config.intervene)
+            .unwrap_or_default()
+            .as_bytes(),
+    );
+    h.update(format!("|code={code}|format={RESULT_FORMAT}").as_bytes());
     h.finalize().to_hex()[..24].to_string()
 }
 

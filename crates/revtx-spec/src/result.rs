@@ -42,6 +42,8 @@ struct RunResultFields {
     worked: Option<WorkedExample>,
     #[serde(default)]
     variance: Option<Vec<DotVariance>>,
+    #[serde(default)]
+    ablated: Option<Box<Ablated>>,
     env: RunEnv,
 }
 
@@ -49,11 +51,16 @@ impl TryFrom<RunResultFields> for RunResult {
     type Error = &'static str;
 
     fn try_from(r: RunResultFields) -> Result<Self, Self::Error> {
-        let output = match (r.train, r.worked, r.variance) {
-            (Some(t), None, None) => RunOutput::Train(t),
-            (None, Some(w), None) => RunOutput::Worked(w),
-            (None, None, Some(v)) => RunOutput::Variance(v),
-            _ => return Err("a result holds exactly one of `train`, `worked` and `variance`"),
+        let output = match (r.train, r.worked, r.variance, r.ablated) {
+            (Some(t), None, None, None) => RunOutput::Train(t),
+            (None, Some(w), None, None) => RunOutput::Worked(w),
+            (None, None, Some(v), None) => RunOutput::Variance(v),
+            (None, None, None, Some(a)) => RunOutput::Ablated(a),
+            _ => {
+                return Err(
+                    "a result holds exactly one of `train`, `worked`, `variance` and `ablated`",
+                )
+            }
         };
         Ok(RunResult {
             format: r.format,
@@ -78,6 +85,11 @@ pub enum RunOutput {
     /// Section 1.4's variance check (probe `dot-variance`).
     #[serde(rename = "variance")]
     Variance(Vec<DotVariance>),
+    /// An intervening run (`config.intervene`): the trained model's evaluations with each
+    /// target switched off. A variant added without a new format: no earlier result
+    /// changed, and an intervening run's key is of its own kind (`entry::intervention_key`).
+    #[serde(rename = "ablated")]
+    Ablated(Box<Ablated>),
 }
 
 impl RunResult {
@@ -104,6 +116,89 @@ impl RunResult {
             _ => None,
         }
     }
+
+    /// An intervening run's evaluations; `None` for other runs.
+    pub fn ablated(&self) -> Option<&Ablated> {
+        match &self.output {
+            RunOutput::Ablated(a) => Some(a),
+            _ => None,
+        }
+    }
+}
+
+/// What an intervening run measured: the trained model as it is, then with each target
+/// switched off, on the trained run's own test and long sets. The model is the same
+/// weights throughout, so every ablated score is paired with `baseline` string by string.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Ablated {
+    /// The trained model untouched: the intervening run checks that it decodes every
+    /// string as the trained run's own result says, before it switches anything off.
+    pub baseline: Scored,
+    /// One evaluation per target, in the order the run block lists them, by the target as
+    /// written (`b0.h1`, `b0.h0+b0.h1`).
+    pub targets: Targets,
+}
+
+/// Targets and their scores, in the block's order; a map in JSON and in expressions
+/// (`run.ablated.targets["b0.h1"].test.accuracy`).
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct Targets(pub Vec<(String, Scored)>);
+
+impl Serialize for Targets {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Targets {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Targets;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a map from targets to their scores")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut a: A,
+            ) -> Result<Targets, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = a.next_entry::<String, Scored>()? {
+                    out.push((k, v));
+                }
+                Ok(Targets(out))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
+}
+
+/// One model's greedy decodes scored on the test set and the long set.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Scored {
+    pub test: Score,
+    pub long: Score,
+}
+
+/// Exact match of greedy answers: the inputs are the trained run's (`train.test.inputs`).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Score {
+    pub correct: usize,
+    pub total: usize,
+    /// correct / total, as a fraction.
+    pub accuracy: f64,
+    /// One entry per problem size present, in increasing size.
+    pub by_length: Vec<LengthEval>,
+    /// Wrong answer tokens at each answer position (index 0 is the first answer token),
+    /// over every string whose answer reaches that position.
+    pub wrong_at: Vec<usize>,
+    /// The model's greedy output for each input, in order.
+    pub outputs: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]

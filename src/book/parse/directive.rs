@@ -42,6 +42,9 @@ pub enum Directive {
         id: String,
         spec: RunSpec,
         contrast: Option<Box<crate::book::contrast::Contrast>>,
+        /// `from` and `ablate`: a run that retrains nothing, and switches parts of the
+        /// trained run `from` off.
+        intervene: Option<Box<crate::book::intervene::Written>>,
     },
     /// ```` ```figure id ````.
     Figure(Block<FigureKind>),
@@ -278,18 +281,25 @@ pub fn parse(
         fence: &f.span,
     };
     let node = match kind {
-        DirectiveKind::Run => match run_contrast(&body) {
+        DirectiveKind::Run => match run_contrast(&body).and_then(|(rest, contrast)| {
+            crate::book::intervene::read(&rest, &body).map(|(rest, iv)| (rest, contrast, iv))
+        }) {
             Err(e) => {
                 diags.push(e);
                 return None;
             }
-            Ok((rest, contrast)) => match toml::from_str::<RunSpec>(&rest) {
+            Ok((rest, contrast, intervene)) => match toml::from_str::<RunSpec>(&rest) {
                 Ok(spec) => {
                     if let Some(d) = repeated_seed(&body) {
                         diags.push(d);
                         return None;
                     }
-                    Directive::Run { id, spec, contrast }
+                    Directive::Run {
+                        id,
+                        spec,
+                        contrast,
+                        intervene,
+                    }
                 }
                 Err(e) => {
                     diags.push(body.toml_error(&e, "run directive"));

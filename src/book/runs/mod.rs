@@ -53,6 +53,9 @@ pub struct Job {
     pub span: Span,
     /// Something in the book reads this seed's weights: an entry without them will not do.
     pub weights: bool,
+    /// For an intervening run: the cache key of the trained run whose weights it reads
+    /// (`revtx-intervene` runs it, after every training run of the build).
+    pub trained: Option<String>,
 }
 
 /// Options of the run stage.

@@ -60,7 +60,11 @@ pub fn execute(
         }
     }
     let runs_dir = opts.cache_dir.join("runs");
-    let ran = run_jobs(unique, &runs_dir, opts, diags);
+    // Interventions read trained weights: they run once every training run has.
+    let (intervening, training): (Vec<Job>, Vec<Job>) =
+        unique.into_iter().partition(|j| j.trained.is_some());
+    let mut ran = run_jobs(training, &runs_dir, opts, diags);
+    ran.extend(run_jobs(intervening, &runs_dir, opts, diags));
     for (job, _) in &todo {
         if let Some((_, produced)) = ran.iter().find(|(j, _)| j.key == job.key) {
             done.push((job.clone(), produced.clone()));

@@ -107,18 +107,12 @@ pub(super) fn run_one(
         .tempdir_in(runs_dir)
         .map_err(|e| fail(format!("temp dir: {e}")))?;
     let spec_path = tmp.path().join("request.json");
-    let request = ExecRequest {
-        config: job.config.clone(),
-        seed: job.seed,
-        profile: opts.profile,
-        label: format!("{} s{}", job.run, job.seed),
-        engine: crate::ENGINE.code.to_string(),
-    };
+    let (program, request) = request(job, opts).map_err(fail)?;
     let text = serde_json::to_string(&request).map_err(|e| fail(e.to_string()))?;
     std::fs::write(&spec_path, text).map_err(|e| fail(e.to_string()))?;
     let dir = runs_dir.join(&job.key);
     let started = Instant::now();
-    let mut child = Command::new(&opts.engine)
+    let mut child = Command::new(&program)
         .args(["exec", "--request"])
         .arg(&spec_path)
         .arg("--out")
@@ -130,7 +124,7 @@ pub(super) fn run_one(
         .map_err(|e| {
             fail(format!(
                 "cannot start the engine {}: {e}",
-                opts.engine.display()
+                program.display()
             ))
         })?;
     let _running = Running::new(child.id());
@@ -205,6 +199,57 @@ pub fn engine_path() -> PathBuf {
         .ok()
         .and_then(|p| p.parent().map(|d| d.join("revtx-engine")))
         .unwrap_or_else(|| PathBuf::from("revtx-engine"))
+}
+
+/// The program that computes `job` (the engine, or `revtx-intervene` for an intervening
+/// run) and its request.
+fn request(job: &Job, opts: &RunOptions) -> Result<(PathBuf, ExecRequest), String> {
+    let trained = trained_entry(job, opts)?;
+    let (program, code) = match &trained {
+        None => (opts.engine.clone(), crate::ENGINE.code),
+        Some(_) => (intervene_path(&opts.engine), crate::INTERVENE),
+    };
+    let request = ExecRequest {
+        config: job.config.clone(),
+        seed: job.seed,
+        profile: opts.profile,
+        label: format!("{} s{}", job.run, job.seed),
+        engine: code.to_string(),
+        trained,
+    };
+    Ok((program, request))
+}
+
+/// An intervening run's trained entry, with weights, from any cache (the build trained or
+/// unpacked it before any intervention ran); `None` for any other run.
+fn trained_entry(job: &Job, opts: &RunOptions) -> Result<Option<PathBuf>, String> {
+    let Some(key) = &job.trained else {
+        return Ok(None);
+    };
+    opts.caches()
+        .iter()
+        .map(|c| c.join("runs").join(key))
+        .find(|d| entry::has_weights(d))
+        .map(Some)
+        .ok_or_else(|| {
+            format!(
+                "the trained run `{}` at seed {} has no entry with weights",
+                job.config
+                    .intervene
+                    .as_ref()
+                    .map_or("", |iv| iv.from.as_str()),
+                job.seed
+            )
+        })
+}
+
+/// Where `revtx-intervene` is: `$REVTX_INTERVENE`, else beside the engine (both are
+/// binaries of the workspace, built and installed together).
+pub fn intervene_path(engine: &Path) -> PathBuf {
+    if let Some(p) = std::env::var_os("REVTX_INTERVENE") {
+        return PathBuf::from(p);
+    }
+    engine.with_file_name("revtx-intervene")
 }
 
 #[cfg(test)]

@@ -10,14 +10,24 @@ use revtx_spec::experiments::RunConfig;
 use revtx_spec::profile::Profile;
 
 /// Resolves the run directives of every chapter, in order. A run's `base` is a preset
-/// or an earlier run of the book.
+/// or an earlier run of the book; an intervening run's `from`, an earlier run that trains.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one pass over the run blocks, each checked at its keys in the order they apply"
+)]
 pub fn plan(book: &Book, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Vec<RunPlan> {
     let mut plans: Vec<RunPlan> = Vec::new();
     let mut contrasts = Vec::new();
     let read = crate::book::store::weights_read(book, sources);
     for ch in &book.chapters {
         for d in ch.directives() {
-            let Directive::Run { id, spec, contrast } = &d.node else {
+            let Directive::Run {
+                id,
+                spec,
+                contrast,
+                intervene,
+            } = &d.node
+            else {
                 continue;
             };
             if let Some(c) = contrast {
@@ -25,6 +35,16 @@ pub fn plan(book: &Book, sources: &Sources, diags: &mut Vec<Diagnostic>) -> Vec<
             }
             if plans.iter().any(|p| p.id == *id) {
                 continue; // a second declaration: `duplicate-id`, at it, says so
+            }
+            if let Some(w) = intervene {
+                let at = |k: &str| key_span(sources, &d.span, k);
+                let contrast = contrast.as_deref().cloned();
+                if let Some(p) =
+                    crate::book::intervene::plan(id, w, spec, &d.span, &plans, &at, contrast, diags)
+                {
+                    plans.push(p);
+                }
+                continue;
             }
             let base_name = spec.base.clone().unwrap_or_else(|| {
                 if RunConfig::preset(id).is_some() {
@@ -161,6 +181,14 @@ fn key_span(sources: &Sources, block: &Span, key: &str) -> Option<Span> {
         let indent = line.len() - t.len();
         if let Some(name) = t.strip_prefix('[').and_then(|r| r.split_once(']')) {
             section = name.0.trim().to_string();
+            if section == key {
+                // A whole table (`[train]`): at its name.
+                let start = offset + indent + 1 + (name.0.len() - name.0.trim_start().len());
+                return Some(Span {
+                    file: block.file,
+                    range: start..start + section.len(),
+                });
+            }
         } else {
             let name = t.split('=').next().unwrap_or_default().trim_end();
             let whole = name.len() < t.len();
@@ -183,20 +211,43 @@ fn key_span(sources: &Sources, block: &Span, key: &str) -> Option<Span> {
     None
 }
 
-/// The jobs of every planned (run, seed), with their cache keys.
+/// The jobs of every planned (run, seed), with their cache keys. An intervening run's job
+/// is keyed on its trained run's key, and that run keeps its weights at those seeds.
 pub fn jobs(plans: &[RunPlan], profile: Profile) -> Vec<Job> {
+    let read_by_intervention = |id: &str, seed: u64| {
+        plans.iter().any(|q| {
+            q.config.intervene.as_ref().is_some_and(|iv| iv.from == id) && q.seeds.contains(&seed)
+        })
+    };
     plans
         .iter()
         .flat_map(|p| {
-            p.seeds.iter().enumerate().map(|(i, &seed)| Job {
-                run: p.id.clone(),
-                seed,
-                config: p.config.clone(),
-                key: entry::key(&p.config, seed, profile, crate::ENGINE),
-                span: p.span.clone(),
-                // A probe trains no model: it has no weights to keep.
-                weights: p.weights.is_some_and(|w| w.reads(i))
-                    && p.config.kind == revtx_spec::experiments::RunKind::Train,
+            p.seeds.iter().enumerate().map(move |(i, &seed)| {
+                let trained = p.config.intervene.as_ref().map(|_| {
+                    let config = RunConfig {
+                        intervene: None,
+                        ..p.config.clone()
+                    };
+                    entry::key(&config, seed, profile, crate::ENGINE)
+                });
+                let key = match &trained {
+                    Some(t) => entry::intervention_key(t, &p.config, crate::INTERVENE),
+                    None => entry::key(&p.config, seed, profile, crate::ENGINE),
+                };
+                Job {
+                    run: p.id.clone(),
+                    seed,
+                    config: p.config.clone(),
+                    key,
+                    span: p.span.clone(),
+                    // A probe trains no model, and an intervention no new one: neither has
+                    // weights to keep.
+                    weights: (p.weights.is_some_and(|w| w.reads(i))
+                        || read_by_intervention(&p.id, seed))
+                        && p.config.kind == revtx_spec::experiments::RunKind::Train
+                        && trained.is_none(),
+                    trained,
+                }
             })
         })
         .collect()

@@ -11,6 +11,7 @@ use crate::config::{ModelConfig, SoftmaxAxis};
 use crate::task::{Alphabet, Targets, Task, DEFAULT_LETTERS};
 use serde::{Deserialize, Serialize};
 
+pub mod intervene;
 mod presets;
 mod problems;
 mod spec;
@@ -34,6 +35,11 @@ pub struct RunConfig {
     pub train: TrainConfig,
     /// What is measured after training.
     pub eval: EvalConfig,
+    /// A run that retrains nothing: the trained run `from`'s weights, evaluated with parts
+    /// of the model switched off (`revtx-intervene`). Absent from a training run's JSON, so
+    /// that no training run's key changed when it was added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub intervene: Option<intervene::Intervene>,
 }
 
 /// Kinds of experiment.
@@ -229,6 +235,7 @@ impl RunConfig {
                 variance_dims: vec![32, 256],
                 variance_samples: 100_000,
             },
+            intervene: None,
         }
     }
 
@@ -270,7 +277,7 @@ impl RunConfig {
     /// weight of every linear layer and token, and the two attention products, 4·t²·d per
     /// sequence and layer forward, three times that with the backward pass. Probes: 0.
     pub fn flop_per_step(&self) -> f64 {
-        if self.kind != RunKind::Train {
+        if self.kind != RunKind::Train || self.intervene.is_some() {
             return 0.0;
         }
         let m = &self.model;

@@ -14,6 +14,11 @@ use std::path::{Path, PathBuf};
 /// The paths that count, relative to the engine crate.
 pub const ENGINE_SOURCES: &[&str] = &["Cargo.toml", "build.rs", "src", "../revtx-spec/src/task.rs"];
 
+/// The paths that count for `revtx-intervene`, relative to its crate. What it computes
+/// also depends on the engine (the model and its decoding), whose fingerprint is in the
+/// key of the trained run that every intervening run's key holds.
+pub const INTERVENE_SOURCES: &[&str] = &["Cargo.toml", "build.rs", "src"];
+
 /// The fingerprint of the engine crate at `engine_dir` (16 hex digits), and every file it
 /// read, for `cargo:rerun-if-changed`.
 ///
@@ -21,14 +26,24 @@ pub const ENGINE_SOURCES: &[&str] = &["Cargo.toml", "build.rs", "src", "../revtx
 /// If a file under the engine crate cannot be read: a build script cannot go on.
 #[must_use]
 pub fn engine(engine_dir: &Path) -> (String, Vec<PathBuf>) {
+    of(engine_dir, ENGINE_SOURCES)
+}
+
+/// The fingerprint of the `revtx-intervene` crate at `dir`, as [`engine`]'s.
+#[must_use]
+pub fn intervene(dir: &Path) -> (String, Vec<PathBuf>) {
+    of(dir, INTERVENE_SOURCES)
+}
+
+fn of(crate_dir: &Path, sources: &[&str]) -> (String, Vec<PathBuf>) {
     let mut files = Vec::new();
-    for rel in ENGINE_SOURCES {
-        collect(&engine_dir.join(rel), &mut files);
+    for rel in sources {
+        collect(&crate_dir.join(rel), &mut files);
     }
     files.sort();
     let mut h = blake3::Hasher::new();
     for f in &files {
-        let rel = f.strip_prefix(engine_dir).expect("under the engine crate");
+        let rel = f.strip_prefix(crate_dir).expect("under the crate");
         h.update(rel.to_string_lossy().as_bytes());
         h.update(&[0]);
         h.update(&compiled_form(f));

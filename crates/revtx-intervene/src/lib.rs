@@ -1,0 +1,332 @@
+//! Interventions on a trained model: its weights read from the trained run's cache entry,
+//! evaluated as they are and then with each target switched off. Nothing is retrained.
+//!
+//! - [`switch_off`]: what "off" means for each part, as edits of the weights that restore;
+//! - [`score`]: greedy decodes scored on the trained run's own test and long sets;
+//! - [`run`]: one request, from the trained entry to the intervening run's result.
+//!
+//! Zero-ablation edits weights, not activations: a head's value rows (and their biases) set
+//! to zero make every value vector of that head zero, so its output is exactly zero at
+//! every position, whatever its attention weights; a sublayer's last projection and its bias
+//! set to zero make the sublayer add exactly nothing to the residual stream. The forward pass
+//! is the engine's own (`revtx_engine::eval::greedy`), so no new arithmetic enters, and
+//! the result is as machine-independent as the engine's.
+
+use anyhow::{bail, ensure, Context, Result};
+use revtx_engine::data::{self, Alphabet, Letters};
+use revtx_engine::entry::{self, ExecRequest};
+use revtx_engine::experiments::intervene::{AblateMode, Part, Target};
+use revtx_engine::experiments::{RunConfig, RunKind};
+use revtx_engine::model::{self, Transformer};
+use revtx_engine::result::{Ablated, LengthEval, RunOutput, RunResult, Score, Scored, Targets};
+use revtx_engine::rng::Rng;
+use std::collections::BTreeMap;
+use std::path::Path;
+use tch::nn;
+
+/// Identity of this crate's code (`revtx_spec::fingerprint::intervene`), computed by
+/// build.rs: part of every intervening run's key.
+pub const CODE_FINGERPRINT: &str = env!("REVTX_INTERVENE_FINGERPRINT");
+
+/// The weights a part's switching off edits: (variable name, first row, rows); `None`
+/// rows means the whole tensor. Weights are stored `(out, in)`, so rows are outputs.
+fn edits(part: Part, d_model: i64, d_head: i64) -> Vec<(String, i64, Option<i64>)> {
+    match part {
+        // qkv's outputs are q, k and v side by side, each heads side by side: head h's
+        // values are rows 2·d + h·d_head .. + d_head.
+        Part::Head { block, head } => {
+            let first = 2 * d_model + head * d_head;
+            ["weight", "bias"]
+                .iter()
+                .map(|w| (format!("blocks.{block}.attn.qkv.{w}"), first, Some(d_head)))
+                .collect()
+        }
+        Part::Attn { block } => ["weight", "bias"]
+            .iter()
+            .map(|w| (format!("blocks.{block}.attn.out.{w}"), 0, None))
+            .collect(),
+        Part::Mlp { block } => ["weight", "bias"]
+            .iter()
+            .map(|w| (format!("blocks.{block}.mlp.down.{w}"), 0, None))
+            .collect(),
+    }
+}
+
+/// Runs `f` with `target`'s parts switched off in `vs` (as `mode` says), then puts every
+/// edited weight back as it was, bit for bit.
+pub fn switch_off<T>(
+    vs: &nn::VarStore,
+    cfg: &RunConfig,
+    target: &Target,
+    mode: AblateMode,
+    f: impl FnOnce() -> T,
+) -> Result<T> {
+    let AblateMode::Zero = mode;
+    let vars = vs.variables();
+    let (d, dh) = (cfg.model.d_model, cfg.model.d_head());
+    let mut saved = Vec::new();
+    for &part in &target.0 {
+        if let Some(why) = part.missing_in(&cfg.model) {
+            bail!("`{part}`: {why}");
+        }
+        for (name, first, rows) in edits(part, d, dh) {
+            let t = vars
+                .get(&name)
+                .with_context(|| format!("the trained model has no `{name}`"))?;
+            let rows = rows.unwrap_or(t.size()[0]);
+            let mut view = t.narrow(0, first, rows);
+            saved.push((view.shallow_clone(), view.copy()));
+            tch::no_grad(|| {
+                let _ = view.zero_();
+            });
+        }
+    }
+    let out = f();
+    // Restored in reverse, so that a weight edited twice gets its first copy back.
+    for (mut view, copy) in saved.into_iter().rev() {
+        tch::no_grad(|| view.copy_(&copy));
+    }
+    Ok(out)
+}
+
+/// Exact match of `outs` (greedy answers, token ids) against the task's answers to `set`.
+pub fn score(alphabet: Alphabet, set: &[Letters], outs: &[Vec<i64>]) -> Score {
+    let mut by_len: BTreeMap<usize, (usize, usize)> = BTreeMap::new();
+    let mut wrong_at: Vec<usize> = Vec::new();
+    for (s, o) in set.iter().zip(outs) {
+        let want: Vec<i64> = alphabet.answer(s).iter().map(|&c| i64::from(c)).collect();
+        let e = by_len.entry(alphabet.task.size(s.len())).or_default();
+        e.0 += usize::from(*o == want);
+        e.1 += 1;
+        if wrong_at.len() < want.len() {
+            wrong_at.resize(want.len(), 0);
+        }
+        for (k, w) in want.iter().enumerate() {
+            wrong_at[k] += usize::from(o.get(k) != Some(w));
+        }
+    }
+    let correct = by_len.values().map(|v| v.0).sum();
+    Score {
+        correct,
+        total: set.len(),
+        accuracy: correct as f64 / set.len().max(1) as f64,
+        by_length: by_len
+            .into_iter()
+            .map(|(len, (c, n))| LengthEval {
+                len,
+                correct: c,
+                total: n,
+                accuracy: c as f64 / n as f64,
+            })
+            .collect(),
+        wrong_at,
+        outputs: outs.iter().map(|o| alphabet.text(o)).collect(),
+    }
+}
+
+/// The trained run's test and long sets, drawn as the engine draws them (`train::summarise`).
+pub fn eval_sets(cfg: &RunConfig) -> (Vec<Letters>, Vec<Letters>) {
+    let (d, e) = (&cfg.data, &cfg.eval);
+    let alphabet = d.alphabet();
+    let mut rng = Rng::new(e.test_seed);
+    let test = data::sample_problems(
+        &mut rng,
+        alphabet,
+        e.test_size,
+        e.test_min_len,
+        e.test_max_len,
+    );
+    let long = data::sample_problems(
+        &mut rng,
+        alphabet,
+        e.long_size,
+        e.long_min_len,
+        e.long_max_len,
+    );
+    (test, long)
+}
+
+/// The model scored on both sets, as it stands in `vs` now.
+fn scored(model: &Transformer, alphabet: Alphabet, test: &[Letters], long: &[Letters]) -> Scored {
+    tch::no_grad(|| Scored {
+        test: score(
+            alphabet,
+            test,
+            &revtx_engine::eval::greedy(model, alphabet, test),
+        ),
+        long: score(
+            alphabet,
+            long,
+            &revtx_engine::eval::greedy(model, alphabet, long),
+        ),
+    })
+}
+
+/// The trained model of `cfg` (less its intervention) at `seed`, its weights read from
+/// `weights`.
+pub fn trained_model(
+    cfg: &RunConfig,
+    seed: u64,
+    weights: &Path,
+) -> Result<(nn::VarStore, Transformer)> {
+    let (mut vs, model) = model::init(&cfg.model, seed);
+    vs.load(weights)
+        .with_context(|| format!("reading the trained weights {}", weights.display()))?;
+    Ok((vs, model))
+}
+
+/// One intervening run: the trained entry read and verified, the model rebuilt from its
+/// weights and checked against the trained run's own decodes, then each target evaluated.
+pub fn run(req: &ExecRequest) -> Result<RunResult> {
+    let cfg = &req.config;
+    let Some(iv) = &cfg.intervene else {
+        bail!("the request has no intervention: `revtx-engine` runs it")
+    };
+    ensure!(
+        cfg.kind == RunKind::Train,
+        "only a training run's weights can be intervened on"
+    );
+    let trained_dir = req
+        .trained
+        .as_deref()
+        .context("the request names no trained entry")?;
+    let trained_cfg = RunConfig {
+        intervene: None,
+        ..cfg.clone()
+    };
+    let trained = entry::load(trained_dir, &trained_cfg, req.seed, req.profile)
+        .map_err(anyhow::Error::msg)
+        .with_context(|| format!("the trained run `{}` at seed {}", iv.from, req.seed))?;
+    ensure!(
+        trained.env.code_fingerprint == revtx_engine::CODE_FINGERPRINT,
+        "the trained run was computed by engine code {}, and this binary links {}: build both from the same tree (`make build`)",
+        trained.env.code_fingerprint,
+        revtx_engine::CODE_FINGERPRINT
+    );
+    let Some(tr) = trained.train() else {
+        bail!("the run `{}` trained nothing", iv.from)
+    };
+    let weights = trained_dir.join(entry::WEIGHTS_FILE);
+    ensure!(
+        entry::has_weights(trained_dir),
+        "the trained run `{}` at seed {} was kept without its weights",
+        iv.from,
+        req.seed
+    );
+    tch::set_num_threads(cfg.train.threads as i32);
+    revtx_engine::numerics::pin_thread(revtx_engine::numerics::current());
+    let started = std::time::Instant::now();
+    let mut env = revtx_engine::run_env(cfg.train.threads);
+
+    let alphabet = cfg.data.alphabet();
+    let (test, long) = eval_sets(cfg);
+    let (vs, model) = trained_model(cfg, req.seed, &weights)?;
+    let baseline = scored(&model, alphabet, &test, &long);
+    // The weights must be the trained run's, read right: every decode as it recorded.
+    for (set, mine, recorded) in [
+        ("test", &baseline.test.outputs, &tr.test.outputs),
+        ("long", &baseline.long.outputs, &tr.long.outputs),
+    ] {
+        if let Some(k) =
+            (0..mine.len().max(recorded.len())).find(|&k| mine.get(k) != recorded.get(k))
+        {
+            bail!(
+                "the trained model read back decodes {set} string {k} as {:?}, and its run recorded {:?}",
+                mine.get(k),
+                recorded.get(k)
+            );
+        }
+    }
+    let mut targets = Vec::with_capacity(iv.ablate.len());
+    for target in &iv.ablate {
+        let s = switch_off(&vs, cfg, target, iv.mode, || {
+            scored(&model, alphabet, &test, &long)
+        })?;
+        targets.push((target.to_string(), s));
+    }
+    env.train_seconds = 0.0;
+    env.eval_seconds = started.elapsed().as_secs_f64();
+    env.code_fingerprint = format!(
+        "{}+intervene-{CODE_FINGERPRINT}",
+        revtx_engine::CODE_FINGERPRINT
+    );
+    Ok(RunResult {
+        format: revtx_engine::result::RESULT_FORMAT,
+        config: cfg.clone(),
+        seed: req.seed,
+        params: model::parameter_count(&vs),
+        output: RunOutput::Ablated(Box::new(Ablated {
+            baseline,
+            targets: Targets(targets),
+        })),
+        env,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Inside, exactly the target's rows are zero; after, every weight is back, bit for bit.
+    #[test]
+    fn switching_off_zeroes_the_rows_and_restores_them() {
+        let cfg = RunConfig::reference();
+        let (vs, _model) = model::init(&cfg.model, 3);
+        let before: Vec<(String, tch::Tensor)> = vs
+            .variables()
+            .into_iter()
+            .map(|(k, t)| (k, t.copy()))
+            .collect();
+        let target = Target::parse("b1.h1+b0.mlp+b0.h1").unwrap();
+        let (d, dh) = (cfg.model.d_model, cfg.model.d_head());
+        switch_off(&vs, &cfg, &target, AblateMode::Zero, || {
+            let vars = vs.variables();
+            let qkv = &vars["blocks.1.attn.qkv.weight"];
+            let zero = |t: &tch::Tensor| t.abs().sum(tch::Kind::Double).double_value(&[]) == 0.0;
+            assert!(zero(&qkv.narrow(0, 2 * d + dh, dh)), "b1.h1's values");
+            assert!(
+                !zero(&qkv.narrow(0, 2 * d, dh)),
+                "b1.h0's values are not b1.h1's"
+            );
+            assert!(!zero(&qkv.narrow(0, 0, 2 * d)), "queries and keys stay");
+            assert!(zero(&vars["blocks.1.attn.qkv.bias"].narrow(
+                0,
+                2 * d + dh,
+                dh
+            )));
+            assert!(
+                zero(&vars["blocks.0.mlp.down.weight"]) && zero(&vars["blocks.0.mlp.down.bias"])
+            );
+            assert!(!zero(&vars["blocks.1.mlp.down.weight"]));
+        })
+        .unwrap();
+        let after = vs.variables();
+        for (k, t) in &before {
+            assert!(t.equal(&after[k]), "{k} was not restored");
+        }
+        let missing = Target::parse("b0.h2").unwrap();
+        assert!(switch_off(&vs, &cfg, &missing, AblateMode::Zero, || ()).is_err());
+    }
+
+    /// A score counts each answer position's wrong tokens and each length's right answers.
+    #[test]
+    fn a_score_counts_by_length_and_position() {
+        let cfg = RunConfig::reference();
+        let a = cfg.data.alphabet();
+        let set: Vec<Letters> = ["abc", "abcd"]
+            .iter()
+            .map(|s| a.parse(s).unwrap())
+            .collect();
+        let right: Vec<Vec<i64>> = set
+            .iter()
+            .map(|s| a.answer(s).iter().map(|&c| i64::from(c)).collect())
+            .collect();
+        let mut outs = right.clone();
+        outs[1][2] = outs[1][1];
+        let s = score(a, &set, &outs);
+        assert_eq!((s.correct, s.total), (1, 2));
+        assert_eq!(s.wrong_at, vec![0, 0, 1, 0]);
+        assert_eq!(s.by_length.len(), 2);
+        assert_eq!(s.outputs[0], "cba");
+    }
+}

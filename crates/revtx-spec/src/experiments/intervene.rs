@@ -1,0 +1,195 @@
+//! Interventions on a trained model: what is switched off, written as the author writes it
+//! (`"b0.h1"`, `"b1.attn"`, `"b0.mlp"`, several joined by `+`) and checked against the
+//! model's shape. A run that intervenes retrains nothing: `revtx-intervene` evaluates the
+//! trained run's weights with each target switched off in turn.
+
+use crate::config::ModelConfig;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// What an intervening run does to its trained run, and how.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Intervene {
+    /// The run whose trained weights are read (its config is this run's, less `intervene`).
+    pub from: String,
+    /// How a switched-off component's output is replaced.
+    pub mode: AblateMode,
+    /// The targets, each evaluated on its own (a target of several parts switches them
+    /// off together). Written as strings: `b0.h1`, `b1.attn`, `b0.mlp`, `b0.h0+b0.h1`.
+    pub ablate: Vec<Target>,
+}
+
+/// How an ablated component's output is replaced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AblateMode {
+    /// By zero: a head's values, a sublayer's output projection and its bias set to 0, so
+    /// that nothing of it reaches the residual stream.
+    Zero,
+}
+
+impl AblateMode {
+    pub const NAMES: &'static [&'static str] = &["zero"];
+}
+
+/// One component of the model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    /// Head `head` of block `block`'s attention.
+    Head { block: i64, head: i64 },
+    /// Block `block`'s attention sublayer, all heads and its output bias.
+    Attn { block: i64 },
+    /// Block `block`'s MLP sublayer.
+    Mlp { block: i64 },
+}
+
+impl Part {
+    pub fn block(self) -> i64 {
+        match self {
+            Part::Head { block, .. } | Part::Attn { block } | Part::Mlp { block } => block,
+        }
+    }
+
+    /// Why the model has no such part, or `None` when it has.
+    pub fn missing_in(self, m: &ModelConfig) -> Option<String> {
+        let blocks = m.n_layers;
+        if self.block() >= blocks {
+            return Some(format!(
+                "the model has {blocks} block{} (b0 to b{})",
+                if blocks == 1 { "" } else { "s" },
+                blocks - 1
+            ));
+        }
+        match self {
+            Part::Head { head, .. } if head >= m.n_heads => Some(format!(
+                "the model has {} head{} per block (h0 to h{})",
+                m.n_heads,
+                if m.n_heads == 1 { "" } else { "s" },
+                m.n_heads - 1
+            )),
+            _ => None,
+        }
+    }
+
+    fn parse(s: &str) -> Result<Part, String> {
+        let bad = || {
+            format!("`{s}` is not a component: write `b<block>.h<head>`, `b<block>.attn` or `b<block>.mlp`, counting from 0")
+        };
+        let (b, rest) = s.split_once('.').ok_or_else(bad)?;
+        let block = number(b.strip_prefix('b').ok_or_else(bad)?).ok_or_else(bad)?;
+        match rest {
+            "attn" => Ok(Part::Attn { block }),
+            "mlp" => Ok(Part::Mlp { block }),
+            _ => {
+                let head = number(rest.strip_prefix('h').ok_or_else(bad)?).ok_or_else(bad)?;
+                Ok(Part::Head { block, head })
+            }
+        }
+    }
+}
+
+/// A count written in decimal digits, with no sign and no leading zero.
+fn number(s: &str) -> Option<i64> {
+    let plain =
+        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) && (s == "0" || !s.starts_with('0'));
+    plain.then(|| s.parse().ok()).flatten()
+}
+
+impl fmt::Display for Part {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Part::Head { block, head } => write!(f, "b{block}.h{head}"),
+            Part::Attn { block } => write!(f, "b{block}.attn"),
+            Part::Mlp { block } => write!(f, "b{block}.mlp"),
+        }
+    }
+}
+
+/// What one evaluation switches off: one or more parts, together.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Target(pub Vec<Part>);
+
+impl Target {
+    /// Reads `b0.h1`, `b1.mlp` or `b0.h0+b0.h1`.
+    pub fn parse(s: &str) -> Result<Target, String> {
+        let parts = s
+            .split('+')
+            .map(|p| Part::parse(p.trim()))
+            .collect::<Result<Vec<_>, _>>()?;
+        for (k, p) in parts.iter().enumerate() {
+            if parts[..k].contains(p) {
+                return Err(format!("`{p}` is named twice in `{s}`"));
+            }
+        }
+        Ok(Target(parts))
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (k, p) in self.0.iter().enumerate() {
+            if k > 0 {
+                f.write_str("+")?;
+            }
+            write!(f, "{p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl Serialize for Target {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Target {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        Target::parse(&s).map_err(serde::de::Error::custom)
+    }
+}
+
+/// Every head of the model, one target each, block by block: what `ablate = "each-head"`
+/// stands for.
+pub fn each_head(m: &ModelConfig) -> Vec<Target> {
+    (0..m.n_layers)
+        .flat_map(|block| (0..m.n_heads).map(move |head| Target(vec![Part::Head { block, head }])))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn targets_read_and_write_back() {
+        for s in ["b0.h1", "b1.attn", "b0.mlp", "b0.h0+b1.h1", "b12.h10"] {
+            assert_eq!(Target::parse(s).unwrap().to_string(), s);
+        }
+        for bad in [
+            "b0",
+            "h1",
+            "b0.h",
+            "b-1.h0",
+            "b01.h0",
+            "b0.head1",
+            "b0.h0+",
+            "b0.h1+b0.h1",
+        ] {
+            assert!(Target::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn parts_are_checked_against_the_model() {
+        let m = ModelConfig::chapter();
+        assert!(Part::Head { block: 1, head: 1 }.missing_in(&m).is_none());
+        let why = Part::Head { block: 0, head: 2 }.missing_in(&m).unwrap();
+        assert!(why.contains("2 heads per block (h0 to h1)"), "{why}");
+        let why = Part::Mlp { block: 2 }.missing_in(&m).unwrap();
+        assert!(why.contains("2 blocks (b0 to b1)"), "{why}");
+        assert_eq!(each_head(&m).len(), 4);
+    }
+}

@@ -1,0 +1,324 @@
+//! Intervening runs as a run block writes them (`from`, `ablate`, `mode`), read apart from
+//! the run spec, and their plan: the trained run's config with what it switches off.
+
+use super::codes::Code;
+use super::diag::{Diagnostic, Span};
+use super::kinds::Body;
+use super::runs::RunPlan;
+use revtx_spec::experiments::intervene::{each_head, AblateMode, Intervene, Target};
+use revtx_spec::experiments::{RunConfig, RunKind};
+
+/// An intervention as the block writes it, with the place of each value.
+#[derive(Clone, Debug)]
+pub struct Written {
+    pub from: String,
+    pub from_span: Span,
+    pub mode: AblateMode,
+    pub ablate: Ablate,
+    pub ablate_span: Span,
+}
+
+/// `ablate`: every head, or the targets listed (each as written, with its place).
+#[derive(Clone, Debug)]
+pub enum Ablate {
+    EachHead,
+    Listed(Vec<(String, Span)>),
+}
+
+/// Reads `from`, `ablate` and `mode` out of a run block's `text` (the body, or what is left
+/// of it): the text with their lines blanked, and the intervention, if the block has one.
+pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), Diagnostic> {
+    #[derive(serde::Deserialize)]
+    struct Head {
+        from: Option<toml::Spanned<String>>,
+        ablate: Option<toml::Spanned<toml::Value>>,
+        mode: Option<toml::Spanned<String>>,
+    }
+    let head: Head = toml::from_str(text).map_err(|e| body.toml_error(&e, "run directive"))?;
+    let (from, ablate) = match (head.from, head.ablate) {
+        (None, None) => {
+            return match head.mode {
+                Some(m) => Err(needs_from(body, "mode", m.span())),
+                None => Ok((text.to_string(), None)),
+            }
+        }
+        (None, Some(a)) => return Err(needs_from(body, "ablate", a.span())),
+        (Some(f), None) => {
+            return Err(Diagnostic::error(
+                Code::Intervention,
+                Some(body.span(f.span())),
+                format!("the run reads `{}`'s weights but switches nothing off", f.get_ref()),
+            )
+            .hint("list what it switches off, e.g. `ablate = [\"b0.h1\", \"b1.mlp\"]`, or `ablate = \"each-head\"`"))
+        }
+        (Some(f), Some(a)) => (f, a),
+    };
+    let mode = match &head.mode {
+        None => AblateMode::Zero,
+        Some(m) if m.get_ref() == "zero" => AblateMode::Zero,
+        Some(m) => {
+            return Err(Diagnostic::error(
+                Code::Intervention,
+                Some(body.span(m.span())),
+                format!("unknown ablation mode `{}`", m.get_ref()),
+            )
+            .hint(format!("modes: {}", AblateMode::NAMES.join(", "))))
+        }
+    };
+    let ablate_span = body.span(ablate.span());
+    let listed = match ablate.get_ref() {
+        toml::Value::String(s) if s == "each-head" => Ablate::EachHead,
+        toml::Value::Array(items) if !items.is_empty() => {
+            let mut out = Vec::new();
+            let mut at = ablate.span().start;
+            for item in items {
+                let toml::Value::String(s) = item else {
+                    return Err(not_a_list(&ablate_span));
+                };
+                // Each string's place: the next quoted string in the array's text.
+                let inside = &text[at..ablate.span().end];
+                let q = inside.find(['"', '\'']).map_or(0, |k| k);
+                let start = at + q;
+                let end = (start + s.len() + 2).min(ablate.span().end);
+                out.push((s.clone(), body.span(start..end)));
+                at = end;
+            }
+            Ablate::Listed(out)
+        }
+        _ => return Err(not_a_list(&ablate_span)),
+    };
+    let mut rest = text.as_bytes().to_vec();
+    for span in [
+        Some(from.span()),
+        Some(ablate.span()),
+        head.mode.as_ref().map(toml::Spanned::span),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        super::kinds::blank_lines(&mut rest, span);
+    }
+    let written = Written {
+        from: from.get_ref().clone(),
+        from_span: body.span(from.span()),
+        mode,
+        ablate: listed,
+        ablate_span,
+    };
+    Ok((
+        String::from_utf8(rest).unwrap_or_default(),
+        Some(Box::new(written)),
+    ))
+}
+
+fn needs_from(body: &Body, key: &str, span: std::ops::Range<usize>) -> Diagnostic {
+    Diagnostic::error(
+        Code::Intervention,
+        Some(body.span(span)),
+        format!("`{key}` needs `from`: the trained run whose weights are switched off in part"),
+    )
+    .hint("add `from = \"<a run of the book that trains>\"`")
+}
+
+fn not_a_list(at: &Span) -> Diagnostic {
+    Diagnostic::error(
+        Code::Intervention,
+        Some(at.clone()),
+        "`ablate` lists components, or says \"each-head\"",
+    )
+    .hint("e.g. `ablate = [\"b0.h1\", \"b1.attn\", \"b0.mlp\", \"b0.h0+b0.h1\"]`")
+}
+
+/// Keys of a run spec that would change the run an intervention reads.
+const TRAINING_KEYS: &[&str] = &["base", "kind", "model", "data", "train", "eval"];
+
+/// The plan of an intervening run: `from`'s config with the intervention, at `from`'s seeds
+/// or the subset the block lists. Every problem is an error at its key.
+#[allow(clippy::too_many_arguments, reason = "one block, read in parts")]
+pub fn plan(
+    id: &str,
+    w: &Written,
+    spec: &revtx_spec::experiments::RunSpec,
+    block: &Span,
+    plans: &[RunPlan],
+    key_span: &dyn Fn(&str) -> Option<Span>,
+    contrast: Option<super::contrast::Contrast>,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<RunPlan> {
+    let before = diags.len();
+    training_keys(
+        id,
+        spec,
+        &|k| key_span(k).unwrap_or_else(|| block.clone()),
+        diags,
+    );
+    let trained = trained_run(w, plans, diags)?;
+    let targets = targets(id, w, &trained.config.model, diags);
+    let seeds = seeds(
+        w,
+        spec,
+        trained,
+        &|| {
+            key_span("seeds")
+                .or_else(|| key_span("seed"))
+                .unwrap_or_else(|| block.clone())
+        },
+        diags,
+    );
+    if diags.len() > before {
+        return None;
+    }
+    Some(RunPlan {
+        id: id.to_string(),
+        config: RunConfig {
+            intervene: Some(Intervene {
+                from: w.from.clone(),
+                mode: w.mode,
+                ablate: targets,
+            }),
+            ..trained.config.clone()
+        },
+        seeds,
+        span: block.clone(),
+        weights: None,
+        contrast,
+    })
+}
+
+/// An error at each key of the block that would change the trained run.
+fn training_keys(
+    id: &str,
+    spec: &revtx_spec::experiments::RunSpec,
+    at: &dyn Fn(&str) -> Span,
+    diags: &mut Vec<Diagnostic>,
+) {
+    let set = [
+        spec.base.is_some(),
+        spec.kind.is_some(),
+        spec.model.is_some(),
+        spec.data.is_some(),
+        spec.train.is_some(),
+        spec.eval.is_some(),
+    ];
+    for (k, _) in TRAINING_KEYS.iter().zip(set).filter(|(_, set)| *set) {
+        diags.push(
+            Diagnostic::error(
+                Code::Intervention,
+                Some(at(k)),
+                format!("run `{id}` trains nothing: `{k}` would change the run it reads"),
+            )
+            .hint(format!(
+                "set `{k}` on a run that trains, and point `from` at it"
+            )),
+        );
+    }
+}
+
+/// The run `from` names, if it is an earlier run of the book that trains.
+fn trained_run<'p>(
+    w: &Written,
+    plans: &'p [RunPlan],
+    diags: &mut Vec<Diagnostic>,
+) -> Option<&'p RunPlan> {
+    let Some(trained) = plans.iter().find(|p| p.id == w.from) else {
+        diags.push(
+            Diagnostic::error(
+                Code::Intervention,
+                Some(w.from_span.clone()),
+                format!("unknown trained run `{}`", w.from),
+            )
+            .hint("`from` names a run declared earlier in the book, which trains"),
+        );
+        return None;
+    };
+    if trained.config.intervene.is_some() || trained.config.kind != RunKind::Train {
+        diags.push(
+            Diagnostic::error(
+                Code::Intervention,
+                Some(w.from_span.clone()),
+                format!("`{}` trains no model", w.from),
+            )
+            .note(match &trained.config.intervene {
+                Some(iv) => format!("it switches parts of `{}` off", iv.from),
+                None => "it is a probe".into(),
+            })
+            .hint("`from` names a run that trains"),
+        );
+        return None;
+    }
+    Some(trained)
+}
+
+/// The targets, each read and checked against the trained run's model (an error at each
+/// that does not read or names a part the model lacks, and at a target listed twice).
+fn targets(
+    id: &str,
+    w: &Written,
+    model: &revtx_spec::config::ModelConfig,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<Target> {
+    let items = match &w.ablate {
+        Ablate::EachHead => return each_head(model),
+        Ablate::Listed(items) => items,
+    };
+    let mut out: Vec<Target> = Vec::new();
+    for (s, at) in items {
+        let read = Target::parse(s).and_then(|t| {
+            match t
+                .0
+                .iter()
+                .find_map(|p| p.missing_in(model).map(|why| (p, why)))
+            {
+                Some((p, why)) => Err(format!("`{p}`: {why} (`{}`'s model)", w.from)),
+                None => Ok(t),
+            }
+        });
+        match read {
+            Ok(t) if out.contains(&t) => diags.push(
+                Diagnostic::error(
+                    Code::Intervention,
+                    Some(at.clone()),
+                    format!("`{t}` is listed twice"),
+                )
+                .hint("each target is evaluated once"),
+            ),
+            Ok(t) => out.push(t),
+            Err(why) => diags.push(
+                Diagnostic::error(
+                    Code::Intervention,
+                    Some(at.clone()),
+                    format!("run `{id}` cannot switch off `{s}`"),
+                )
+                .label(why),
+            ),
+        }
+    }
+    out
+}
+
+/// The seeds the block lists (each one `from` trained: an error otherwise), or `from`'s.
+fn seeds(
+    w: &Written,
+    spec: &revtx_spec::experiments::RunSpec,
+    trained: &RunPlan,
+    at: &dyn Fn() -> Span,
+    diags: &mut Vec<Diagnostic>,
+) -> Vec<u64> {
+    if spec.seed.is_none() && spec.seeds.is_none() {
+        return trained.seeds.clone();
+    }
+    let listed = spec.seed_list();
+    for s in listed.iter().filter(|s| !trained.seeds.contains(s)) {
+        let have: Vec<String> = trained.seeds.iter().map(u64::to_string).collect();
+        diags.push(
+            Diagnostic::error(
+                Code::Intervention,
+                Some(at()),
+                format!("`{}` has no seed {s}", w.from),
+            )
+            .note(format!("its seeds: {}", have.join(", ")))
+            .hint("an intervention reads trained weights: list seeds that were trained, or leave `seeds` out for all of them"),
+        );
+    }
+    listed
+}

@@ -1,0 +1,188 @@
+"""Ablations: the engine's intervening runs against the PyTorch twin.
+
+A fixture book (a run trained for 400 steps, and a run that switches off each head, each
+attention sublayer and one MLP of it, from revtx-intervene) is built with REVTX_BOOK
+(default target/release/revtx-book). The engine zeroes weights: a head's value rows, a
+sublayer's last projection. The twin does not touch the weights: it loads the trained
+run's safetensors and zeroes *activations* with forward hooks (a head's slice of the
+attention's output before its projection; a sublayer's whole output). For every target,
+the twin's greedy decodes of every test and long string must be the engine's, and so its
+accuracy. A self-test hooks the other head of each block and requires a disagreement, so
+that a pass means the hook and the engine switched off the same head.
+
+    PYTHONPATH=<torch's site>:python python3 -m unittest tests/python/test_ablation.py -v
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import unittest
+from contextlib import contextmanager
+from pathlib import Path
+
+import torch
+
+from revtx_twin.model import Alphabet, Transformer, greedy
+from revtx_twin.weights import load_safetensors
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACT = REPO / "tests" / "artifacts" / "twin-ablation.json"
+BOOK = """# Ablations
+
+```run trained
+base = "reference"
+seeds = [0, 1]
+[train]
+steps = 400
+block = 100
+[eval]
+test_size = 120
+long_size = 20
+```
+
+```run off
+from = "trained"
+ablate = ["b0.h0", "b0.h1", "b1.h0", "b1.h1", "b0.attn", "b1.attn", "b0.mlp", "b0.h0+b1.h1"]
+```
+"""
+
+
+def build_fixture(root: Path) -> Path:
+    """Builds the fixture book in ``root`` and returns its run cache."""
+    (root / "book").mkdir()
+    (root / "book" / "book.toml").write_text(
+        'title = "Ablations"\nauthor = "Tests"\nchapters = ["chapter.md"]\n')
+    (root / "book" / "chapter.md").write_text(BOOK)
+    binary = os.environ.get("REVTX_BOOK", str(REPO / "target" / "release" / "revtx-book"))
+    done = subprocess.run([binary, "build", "--root", str(root), "--no-pdf", "--quiet"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"the fixture book did not build:\n{done.stderr}")
+    return root / ".revtx-cache" / "runs"
+
+
+def entries(runs: Path) -> tuple[dict, dict]:
+    """The trained entries (by seed: result and folder) and the intervening results (by
+    seed) of the cache."""
+    trained, off = {}, {}
+    for result in runs.glob("*/result.json"):
+        r = json.loads(result.read_text())
+        if "train" in r:
+            trained[r["seed"]] = (r, result.parent)
+        elif "ablated" in r:
+            off[r["seed"]] = r
+    return trained, off
+
+
+@contextmanager
+def switched_off(model: Transformer, target: str):
+    """The twin with ``target``'s parts giving zero, by hooks on activations."""
+    d_head = model.cfg.d_model // model.cfg.n_heads
+    handles = []
+    for part in target.split("+"):
+        block, what = part.split(".")
+        b = model.blocks[int(block[1:])]
+        if what == "attn":
+            handles.append(b.attn.register_forward_hook(
+                lambda _m, _i, out: (torch.zeros_like(out[0]), out[1])))
+        elif what == "mlp":
+            handles.append(b.mlp.register_forward_hook(lambda _m, _i, out: torch.zeros_like(out)))
+        else:
+            h = int(what[1:])
+
+            def zero_head(_m, inputs, h=h):
+                y = inputs[0].clone()  # (batch, tokens, d_model): heads side by side
+                y[..., h * d_head:(h + 1) * d_head] = 0
+                return (y,)
+            handles.append(b.attn.out.register_forward_pre_hook(zero_head))
+    try:
+        yield model
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def other_head(target: str) -> str | None:
+    """The same target with each head replaced by the other head of its block (a
+    two-head model); None when it names no head."""
+    parts = target.split("+")
+    if not any(".h" in p for p in parts):
+        return None
+    return "+".join(p[:-1] + str(1 - int(p[-1])) if ".h" in p else p for p in parts)
+
+
+class TwinAblation(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls) -> None:
+        torch.set_num_threads(1)
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.trained, cls.off = entries(build_fixture(Path(cls.tmp.name)))
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        cls.tmp.cleanup()
+
+    def model(self, seed: int) -> tuple[Transformer, Alphabet, dict]:
+        result, folder = self.trained[seed]
+        model = Transformer(result["config"]["model"])
+        model.load_state_dict(load_safetensors(folder / "weights.safetensors"))
+        model.eval()
+        alphabet = Alphabet.of_model(result["config"]["data"]["task"], model.cfg.vocab)
+        return model, alphabet, result
+
+    def test_every_ablation_decodes_as_the_engine(self) -> None:
+        self.assertEqual(sorted(self.trained), [0, 1])
+        self.assertEqual(sorted(self.off), [0, 1])
+        report, compared, moved = [], 0, 0
+        for seed, off in sorted(self.off.items()):
+            model, alphabet, trained = self.model(seed)
+            targets = off["ablated"]["targets"]
+            self.assertEqual(len(targets), 8)
+            for target, engine in targets.items():
+                for name in ("test", "long"):
+                    inputs = trained["train"][name]["inputs"]
+                    with torch.no_grad(), switched_off(model, target):
+                        ours = greedy(model, inputs, alphabet)
+                    theirs = engine[name]["outputs"]
+                    with self.subTest(seed=seed, target=target, set=name):
+                        self.assertEqual(len(ours), len(theirs))
+                        wrong = [i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b]
+                        self.assertEqual(wrong, [], f"first: {inputs[wrong[0]] if wrong else ''}")
+                        answers = [alphabet.text(alphabet.answer(alphabet.encode(i))) for i in inputs]
+                        correct = sum(o == a for o, a in zip(ours, answers))
+                        self.assertEqual(correct, engine[name]["correct"])
+                    compared += len(ours)
+                    moved += ours != trained["train"][name]["outputs"]
+                    report.append({"seed": seed, "target": target, "set": name,
+                                   "strings": len(ours), "engine_correct": engine[name]["correct"]})
+        # 2 seeds × 8 targets × (120 + 20) strings; and switching off must move decodes,
+        # or the comparison could not tell one head from another.
+        self.assertEqual(compared, 2 * 8 * 140)
+        self.assertGreaterEqual(moved, 12, "few ablations changed any decode")
+        ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
+        ARTIFACT.write_text(json.dumps({"compared": compared, "targets": report}, indent=1) + "\n")
+
+    def test_the_other_head_disagrees(self) -> None:
+        """The check above can fail: hooking the wrong head of the block disagrees with the
+        engine on some string, for every target that names a head and moved a decode."""
+        checked = 0
+        for seed, off in sorted(self.off.items()):
+            model, alphabet, trained = self.model(seed)
+            inputs = trained["train"]["test"]["inputs"]
+            for target, engine in off["ablated"]["targets"].items():
+                swapped = other_head(target)
+                if swapped is None or engine["test"]["outputs"] == trained["train"]["test"]["outputs"]:
+                    continue
+                with torch.no_grad(), switched_off(model, swapped):
+                    ours = greedy(model, inputs, alphabet)
+                with self.subTest(seed=seed, target=target, hooked=swapped):
+                    self.assertNotEqual(ours, engine["test"]["outputs"])
+                checked += 1
+        self.assertGreaterEqual(checked, 6)
+
+
+if __name__ == "__main__":
+    unittest.main()
