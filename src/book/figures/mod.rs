@@ -33,6 +33,7 @@ kinds! {
         Trace(trace) = "trace",
         Spikes(spikes) = "spikes",
         OutcomeGrid(outcome_grid) = "outcome-grid",
+        Ablation(ablation) = "ablation",
     }
 }
 
