@@ -101,12 +101,12 @@ impl Figure for Spec {
     }
 }
 
-fn chart(g: &Grid) -> Result<Svg, String> {
-    let (nr, nc) = (g.rows.len() as i32, g.columns.len() as i32);
+fn chart(grid: &Grid) -> Result<Svg, String> {
+    let (nr, nc) = (grid.rows.len() as i32, grid.columns.len() as i32);
     let width = LEFT + nc * CELL.0 + 20;
     let height = TOP + nr * CELL.1 + COLORBAR_H;
-    render((width as u32, height as u32), alt(g), |root| {
-        for (j, c) in g.columns.iter().enumerate() {
+    render((width as u32, height as u32), alt(grid), |root| {
+        for (j, c) in grid.columns.iter().enumerate() {
             let label = match c.as_str() {
                 "attn" => "all heads".to_string(),
                 "mlp" => "MLP".to_string(),
@@ -115,7 +115,7 @@ fn chart(g: &Grid) -> Result<Svg, String> {
             root.draw(&Text::new(label, (LEFT + j as i32 * CELL.0 + CELL.0 / 2, TOP - 8), text_style(15.0, HPos::Center, VPos::Bottom)))
                 .map_err(de)?;
         }
-        for (i, row) in g.rows.iter().enumerate() {
+        for (i, row) in grid.rows.iter().enumerate() {
             let y = TOP + i as i32 * CELL.1;
             root.draw(&Text::new(format!("block {i}"), (LEFT - 10, y + CELL.1 / 2), text_style(15.0, HPos::Right, VPos::Center)))
                 .map_err(de)?;
