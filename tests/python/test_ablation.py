@@ -1,7 +1,7 @@
 """Ablations: the engine's intervening runs against the PyTorch twin.
 
 A fixture book (a run trained for 400 steps, and a run that switches off each head, each
-attention sublayer and one MLP of it, from revtx-intervene) is built with REVTX_BOOK
+attention sublayer, one MLP and the learned position table of it, from revtx-intervene) is built with REVTX_BOOK
 (default target/release/revtx-book). The engine zeroes weights: a head's value rows, a
 sublayer's last projection. The twin does not touch the weights: it loads the trained
 run's safetensors and zeroes *activations* with forward hooks (a head's slice of the
@@ -45,7 +45,7 @@ long_size = 20
 
 ```run off
 from = "trained"
-ablate = ["b0.h0", "b0.h1", "b1.h0", "b1.h1", "b0.attn", "b1.attn", "b0.mlp", "b0.h0+b1.h1"]
+ablate = ["b0.h0", "b0.h1", "b1.h0", "b1.h1", "b0.attn", "b1.attn", "b0.mlp", "pos", "b0.h0+b1.h1"]
 ```
 """
 
@@ -83,6 +83,9 @@ def switched_off(model: Transformer, target: str):
     d_head = model.cfg.d_model // model.cfg.n_heads
     handles = []
     for part in target.split("+"):
+        if part == "pos":  # the learned table's rows, as the embedding returns them
+            handles.append(model.pos.register_forward_hook(lambda _m, _i, out: torch.zeros_like(out)))
+            continue
         block, what = part.split(".")
         b = model.blocks[int(block[1:])]
         if what == "attn":
@@ -140,7 +143,7 @@ class TwinAblation(unittest.TestCase):
         for seed, off in sorted(self.off.items()):
             model, alphabet, trained = self.model(seed)
             targets = off["ablated"]["targets"]
-            self.assertEqual(len(targets), 8)
+            self.assertEqual(len(targets), 9)
             for target, engine in targets.items():
                 for name in ("test", "long"):
                     inputs = trained["train"][name]["inputs"]
@@ -158,9 +161,9 @@ class TwinAblation(unittest.TestCase):
                     moved += ours != trained["train"][name]["outputs"]
                     report.append({"seed": seed, "target": target, "set": name,
                                    "strings": len(ours), "engine_correct": engine[name]["correct"]})
-        # 2 seeds × 8 targets × (120 + 20) strings; and switching off must move decodes,
+        # 2 seeds × 9 targets × (120 + 20) strings; and switching off must move decodes,
         # or the comparison could not tell one head from another.
-        self.assertEqual(compared, 2 * 8 * 140)
+        self.assertEqual(compared, 2 * 9 * 140)
         self.assertGreaterEqual(moved, 12, "few ablations changed any decode")
         ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
         ARTIFACT.write_text(json.dumps({"compared": compared, "targets": report}, indent=1) + "\n")

@@ -49,6 +49,8 @@ fn edits(part: Part, d_model: i64, d_head: i64) -> Vec<(String, i64, Option<i64>
             .iter()
             .map(|w| (format!("blocks.{block}.mlp.down.{w}"), 0, None))
             .collect(),
+        // A learned table's every row: each token enters with no position added.
+        Part::Pos => vec![("pos.weight".into(), 0, None)],
     }
 }
 

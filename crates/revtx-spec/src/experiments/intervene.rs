@@ -1,9 +1,9 @@
 //! Interventions on a trained model: what is switched off, written as the author writes it
-//! (`"b0.h1"`, `"b1.attn"`, `"b0.mlp"`, several joined by `+`) and checked against the
-//! model's shape. A run that intervenes retrains nothing: `revtx-intervene` evaluates the
+//! (`"b0.h1"`, `"b1.attn"`, `"b0.mlp"`, `"pos"`, several joined by `+`) and checked against
+//! the model's shape. A run that intervenes retrains nothing: `revtx-intervene` evaluates the
 //! trained run's weights with each target switched off in turn.
 
-use crate::config::ModelConfig;
+use crate::config::{ModelConfig, PositionEncoding};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -42,19 +42,32 @@ pub enum Part {
     Attn { block: i64 },
     /// Block `block`'s MLP sublayer.
     Mlp { block: i64 },
+    /// The learned position table, every row: the model reads its tokens with no position
+    /// added (written `pos`).
+    Pos,
 }
 
 impl Part {
-    pub fn block(self) -> i64 {
+    /// The block it is in; `None` for the position table.
+    pub fn block(self) -> Option<i64> {
         match self {
-            Part::Head { block, .. } | Part::Attn { block } | Part::Mlp { block } => block,
+            Part::Head { block, .. } | Part::Attn { block } | Part::Mlp { block } => Some(block),
+            Part::Pos => None,
         }
     }
 
     /// Why the model has no such part, or `None` when it has.
     pub fn missing_in(self, m: &ModelConfig) -> Option<String> {
+        if self == Part::Pos {
+            return (m.position_encoding != PositionEncoding::Learned).then(|| {
+                format!(
+                    "the model's positions are `{}`, not a learned table",
+                    m.position_encoding.name()
+                )
+            });
+        }
         let blocks = m.n_layers;
-        if self.block() >= blocks {
+        if self.block().is_some_and(|b| b >= blocks) {
             return Some(format!(
                 "the model has {blocks} block{} (b0 to b{})",
                 if blocks == 1 { "" } else { "s" },
@@ -74,8 +87,11 @@ impl Part {
 
     fn parse(s: &str) -> Result<Part, String> {
         let bad = || {
-            format!("`{s}` is not a component: write `b<block>.h<head>`, `b<block>.attn` or `b<block>.mlp`, counting from 0")
+            format!("`{s}` is not a component: write `b<block>.h<head>`, `b<block>.attn`, `b<block>.mlp` (counting from 0) or `pos`")
         };
+        if s == "pos" {
+            return Ok(Part::Pos);
+        }
         let (b, rest) = s.split_once('.').ok_or_else(bad)?;
         let block = number(b.strip_prefix('b').ok_or_else(bad)?).ok_or_else(bad)?;
         match rest {
@@ -102,6 +118,7 @@ impl fmt::Display for Part {
             Part::Head { block, head } => write!(f, "b{block}.h{head}"),
             Part::Attn { block } => write!(f, "b{block}.attn"),
             Part::Mlp { block } => write!(f, "b{block}.mlp"),
+            Part::Pos => f.write_str("pos"),
         }
     }
 }
@@ -165,7 +182,15 @@ mod tests {
 
     #[test]
     fn targets_read_and_write_back() {
-        for s in ["b0.h1", "b1.attn", "b0.mlp", "b0.h0+b1.h1", "b12.h10"] {
+        for s in [
+            "b0.h1",
+            "b1.attn",
+            "b0.mlp",
+            "b0.h0+b1.h1",
+            "b12.h10",
+            "pos",
+            "pos+b1.mlp",
+        ] {
             assert_eq!(Target::parse(s).unwrap().to_string(), s);
         }
         for bad in [
@@ -191,5 +216,12 @@ mod tests {
         let why = Part::Mlp { block: 2 }.missing_in(&m).unwrap();
         assert!(why.contains("2 blocks (b0 to b1)"), "{why}");
         assert_eq!(each_head(&m).len(), 4);
+        assert!(Part::Pos.missing_in(&m).is_none());
+        let rope = ModelConfig {
+            position_encoding: PositionEncoding::Rope,
+            ..m
+        };
+        let why = Part::Pos.missing_in(&rope).unwrap();
+        assert!(why.contains("`rope`, not a learned table"), "{why}");
     }
 }
