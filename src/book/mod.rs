@@ -336,9 +336,15 @@ fn shift_seeds(plans: &mut [runs::RunPlan], k: u64, only: &[String], diags: &mut
             &declared,
         ));
     }
+    // An intervening run reads its trained run at the same seeds: shifting one shifts both.
+    let from: Vec<String> = plans
+        .iter()
+        .filter(|p| only.contains(&p.id))
+        .filter_map(|p| p.config.intervene.as_ref().map(|iv| iv.from.clone()))
+        .collect();
     for p in plans
         .iter_mut()
-        .filter(|p| only.is_empty() || only.contains(&p.id))
+        .filter(|p| only.is_empty() || only.contains(&p.id) || from.contains(&p.id))
     {
         let shifted: Option<Vec<u64>> = p.seeds.iter().map(|s| s.checked_add(k)).collect();
         let Some(seeds) = shifted else {
