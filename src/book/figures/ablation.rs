@@ -132,7 +132,7 @@ fn chart(grid: &Grid) -> Result<Svg, String> {
                 let (lo, hi) = cell.range();
                 let cx = x + CELL.0 / 2;
                 for (text, dy, size) in [
-                    (format!("−{} pts", fmt_pct(cell.mean())), -9, 17.0),
+                    (drop(cell.mean()), -9, 17.0),
                     (format!("{} to {}", fmt_pct(lo), fmt_pct(hi)), 12, 13.0),
                 ] {
                     let w = (text.chars().count() as f64 * size * 0.55) as i32;
@@ -160,6 +160,19 @@ fn chart(grid: &Grid) -> Result<Svg, String> {
         }
         .draw(root, |v| HEAT.mix(v).filled())
     })
+}
+
+/// A mean drop in points as the cell says it: `−12.4 pts`, `+0.2 pts` for a part whose
+/// zeroing helped, `0 pts` for none that shows at one decimal.
+fn drop(points: f64) -> String {
+    let shown = fmt_pct(points.abs());
+    if shown == "0" {
+        "0 pts".into()
+    } else if points > 0.0 {
+        format!("−{shown} pts")
+    } else {
+        format!("+{shown} pts")
+    }
 }
 
 fn alt(g: &Grid) -> String {
@@ -212,7 +225,10 @@ mod tests {
         };
         let svg = chart(&g).unwrap();
         assert_themed(&svg, ((LEFT + 3 * CELL.0 + 20) as u32, (TOP + 2 * CELL.1 + COLORBAR_H) as u32));
-        for t in ["−67.1 pts", "60 to 74.2", "−0.2 pts", "head 1", "MLP", "block 1"] {
+        assert_eq!(drop(0.0), "0 pts");
+        assert_eq!(drop(0.04), "0 pts");
+        assert_eq!(drop(-0.4), "+0.4 pts");
+        for t in ["−67.1 pts", "60 to 74.2", "−0.2 pts", "0 pts", "head 1", "MLP", "block 1"] {
             assert!(svg.body.contains(&format!("\n{t}\n")), "missing {t}");
         }
         assert!(svg.alt.contains("block 0: h0 loses 67.1 points (60 to 74.2), h1 loses 69.1 points (68.2 to 70); block 1: h0 loses 0.2 points"), "{}", svg.alt);
