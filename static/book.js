@@ -197,6 +197,14 @@
       else if (atEnd && top < window.innerHeight) current = spy[i];
       else break;
     }
+    /* A heading just jumped to stays marked while it sits at the top, even when the short
+     * sections under it (exercises with their answers shut) pass the line too. */
+    var jumped = decodeURIComponent(location.hash.slice(1));
+    for (var j = 0; jumped && j < spy.length; j++) {
+      if (spy[j].heading.id !== jumped) continue;
+      var at = spy[j].heading.getBoundingClientRect().top;
+      if (at >= headerBottom() - 8 && at <= line) current = spy[j];
+    }
     setActive(current ? current.link : null);
   }
 
