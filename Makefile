@@ -7,17 +7,20 @@ BIN := target/release/revtx-book
 # its answers (each shut until opened) and its widget's models, in the order it lists them.
 # Chapter 1: loss, block diagram, sharpening, attention, position norms, faults.
 # Every listing has a PyTorch tab: chapter 1's attention, heads, block and training step,
-# chapter 2's rotation, chapter 3's schedule.
+# chapter 2's rotation, chapter 3's schedule, chapter 4's ablations.
 CHAPTER_1 := PAGE=chapter-1.html FIGURES=6 ANSWERS=5 MODELS=reference,noscale,softq,nomask LISTINGS=4 NOTEBOOK=1
 # Chapter 2: two length curves, position similarity, six attention maps.
 CHAPTER_2 := PAGE=chapter-2.html FIGURES=9 ANSWERS=5 MODELS=learned_copy,sin_copy_offsets,rope_reverse LISTINGS=1 NOTEBOOK=1
 # Chapter 3: two traces, the spikes per configuration, the depth-by-placement grid; no widget.
 # The first pass runs axe on every page of the site; the later ones on their chapter only.
 CHAPTER_3 := PAGE=chapter-3.html FIGURES=4 ANSWERS=5 LISTINGS=1 NOTEBOOK=1
+# Chapter 4: two ablation grids; its listing of what each ablation zeroes has the twin's hooks
+# as its PyTorch tab; no widget and no notebook yet.
+CHAPTER_4 := PAGE=chapter-4.html FIGURES=2 ANSWERS=5 LISTINGS=1
 # The least number of pages the book's PDF may have (title, contents, the chapters).
 PDF_PAGES := 36
 # The site's pages the browser test must find (each page it has is checked).
-PAGES := chapter-1.html,chapter-2.html,chapter-3.html,appendix-a.html
+PAGES := chapter-1.html,chapter-2.html,chapter-3.html,chapter-4.html,appendix-a.html
 
 # About how many seconds of training (on two cores) `make test` spends retraining a rotating
 # shard of book/results/ and comparing it bit for bit: each commit audits the next shard,
@@ -77,7 +80,7 @@ test: twin-setup build
 	$(BIN) check --deny-warnings
 	$(BIN) audit --budget $(AUDIT_SECONDS) --quiet
 	$(BIN) build --offline --quiet --deny-warnings
-	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book --places td,answer,figcaption --twins 6
+	python3 tests/pdf/check.py site book/claims.json --pages $(PDF_PAGES) --name book --places td,answer,figcaption --twins 7
 	node --test tests/node/
 	tests/python/setup.sh
 	tests/python/run.sh
@@ -85,6 +88,7 @@ test: twin-setup build
 	SITE=site $(CHAPTER_1) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
 	SITE=site $(CHAPTER_2) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-2 node --test --test-concurrency=1 tests/browser/
 	SITE=site $(CHAPTER_3) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-3 node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_4) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-4 node --test --test-concurrency=1 tests/browser/
 	scripts/build-textbook.sh
 	python3 tests/pdf/check.py target/textbook/site target/textbook/book/claims.json --pages 5 --name textbook --places td,note,answer,figcaption
 	python3 tests/pdf/selftest.py target/textbook/site
@@ -112,6 +116,7 @@ browser:
 	SITE=site $(CHAPTER_1) PAGES=$(PAGES) node --test --test-concurrency=1 tests/browser/
 	SITE=site $(CHAPTER_2) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-2 node --test --test-concurrency=1 tests/browser/
 	SITE=site $(CHAPTER_3) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-3 node --test --test-concurrency=1 tests/browser/
+	SITE=site $(CHAPTER_4) PAGES=$(PAGES) AXE=chapter ARTIFACTS=tests/artifacts/chapter-4 node --test --test-concurrency=1 tests/browser/
 
 # The fixture textbook (tests/fixtures/textbook/) built into target/textbook/site and
 # checked in headless Chromium: navigation, reference previews, footnotes, answers, axe.

@@ -77,6 +77,7 @@ def entries(runs: Path) -> tuple[dict, dict]:
     return trained, off
 
 
+# ANCHOR: hooks
 @contextmanager
 def switched_off(model: Transformer, target: str):
     """The twin with ``target``'s parts giving zero, by hooks on activations."""
@@ -106,6 +107,7 @@ def switched_off(model: Transformer, target: str):
     finally:
         for handle in handles:
             handle.remove()
+# ANCHOR_END: hooks
 
 
 def other_head(target: str) -> str | None:

@@ -28,6 +28,7 @@ use tch::nn;
 /// build.rs: part of every intervening run's key.
 pub const CODE_FINGERPRINT: &str = env!("REVTX_INTERVENE_FINGERPRINT");
 
+// ANCHOR: edits
 /// The weights a part's switching off edits: (variable name, first row, rows); `None`
 /// rows means the whole tensor. Weights are stored `(out, in)`, so rows are outputs.
 fn edits(part: Part, d_model: i64, d_head: i64) -> Vec<(String, i64, Option<i64>)> {
@@ -53,6 +54,7 @@ fn edits(part: Part, d_model: i64, d_head: i64) -> Vec<(String, i64, Option<i64>
         Part::Pos => vec![("pos.weight".into(), 0, None)],
     }
 }
+// ANCHOR_END: edits
 
 /// Runs `f` with `target`'s parts switched off in `vs` (as `mode` says), then puts every
 /// edited weight back as it was, bit for bit.
