@@ -52,6 +52,40 @@ function setStatus(w, text, failed = false) {
   w.root.classList.toggle("rw-failed", failed);
 }
 
+/** The heads switched off: a Set of `"block.head"`, for the model shown. */
+function headsOff(w) {
+  const boxes = w.root.querySelectorAll("input[data-rw-head]:checked");
+  return new Set(Array.from(boxes, (b) => b.value));
+}
+
+/** One checkbox per head of `model` (block by block), built again when the shape of the
+ * model changes; a head switched off stays off across models of one shape. */
+function headBoxes(w, model) {
+  const { n_layers: L, n_heads: H } = model.cfg;
+  const shape = `${L}x${H}`;
+  const fieldset = part(w.root, "heads");
+  fieldset.hidden = false;
+  if (w.headShape === shape) return;
+  w.headShape = shape;
+  const list = part(w.root, "head-list");
+  list.replaceChildren();
+  for (let b = 0; b < L; b++) {
+    for (let h = 0; h < H; h++) {
+      const label = document.createElement("label");
+      label.className = "rw-head";
+      const box = document.createElement("input");
+      box.type = "checkbox";
+      box.value = `${b}.${h}`;
+      box.dataset.rwHead = "";
+      box.setAttribute("aria-describedby", `${w.root.id}-heads-help`);
+      const text = document.createElement("span");
+      text.textContent = `block ${b}, head ${h}`;
+      label.append(box, text);
+      list.append(label);
+    }
+  }
+}
+
 function selectedModel(w) {
   const checked = w.root.querySelector('input[type="radio"][data-rw-model]:checked');
   return checked ? checked.value : null;
@@ -84,6 +118,7 @@ async function update(w) {
     w.loaded.add(id);
     if (ticket !== w.ticket) return; // a newer update has started
     setStatus(w, "");
+    headBoxes(w, model);
     render(w, model, text);
   } catch (e) {
     if (ticket === w.ticket) setStatus(w, failure(e), true);
@@ -102,18 +137,22 @@ function render(w, model, text) {
   const note = part(w.root, "note");
   note.textContent = lengthNote(entry, text.length);
   note.hidden = !note.textContent;
-  const result = text ? greedy(model, text) : null;
+  const off = headsOff(w);
+  const result = text ? greedy(model, text, off) : null;
   part(w.root, "result").hidden = !result;
   if (!result) {
     announce(w, "");
     return;
   }
   drawLetters(part(w.root, "letters"), result);
-  part(w.root, "verdict").textContent = verdictText(result);
+  const switched = off.size
+    ? ` (with ${Array.from(off, (k) => `block ${k.split(".")[0]} head ${k.split(".")[1]}`).join(", ")} switched off)`
+    : "";
+  part(w.root, "verdict").textContent = verdictText(result) + switched;
   part(w.root, "verdict").className = `rw-verdict ${result.correct ? "is-right" : "is-wrong"}`;
   w.shown = { result, untrainedFrom: firstUntrained(entry) };
   redraw(w);
-  announce(w, `${entry.label}: ${Array.from(result.output).join(" ")}. ${verdictText(result)}`);
+  announce(w, `${entry.label}: ${Array.from(result.output).join(" ")}. ${verdictText(result)}${switched}`);
 }
 
 /** Draws the heatmaps of the current result again (also after a theme change). */
@@ -169,6 +208,7 @@ function setUp(root) {
     observer: null,
     stopWatching: null, // ends the wait for the page to rest near the box
     shown: null, // {result, untrainedFrom} on the screen now
+    headShape: null, // "blocks x heads" of the head checkboxes built
   };
   root.classList.add("rw-ready");
   setStatus(w, ""); // the note for readers without JavaScript
@@ -176,7 +216,7 @@ function setUp(root) {
   const wake = () => (w.active ? update(w) : activate(w));
   part(root, "input").addEventListener("input", wake);
   root.addEventListener("change", (e) => {
-    if (e.target.matches("input[data-rw-model]")) wake();
+    if (e.target.matches("input[data-rw-model], input[data-rw-head]")) wake();
   });
   root.addEventListener("focusin", () => activate(w));
   if ("IntersectionObserver" in window) {
@@ -217,8 +257,9 @@ function setUp(root) {
 
 
 /* 9. window.revtxWidget --------------------------------------------------------------
- * load(id) → Promise; decode(id, text) → {output, correct, tokens, weights};
- * attention(id, tokenIds) → weights[block][head][query][key]; manifest() → Promise.
+ * load(id) → Promise; decode(id, text, off) → {output, correct, tokens, weights};
+ * attention(id, tokenIds, off) → weights[block][head][query][key]; manifest() → Promise.
+ * `off` lists the heads switched off as "block.head" ("0.1"); leave it out for none.
  * They use the first widget's manifest, and decode/attention need load(id) first. */
 
 const ready = new Map(); // model id -> model, for the synchronous calls
@@ -241,8 +282,8 @@ window.revtxWidget = {
     loadModel(firstManifestUrl(), id).then((model) => {
       ready.set(id, model);
     }),
-  decode: (id, text) => greedy(loaded(id), text),
-  attention: (id, tokenIds) => attentionOf(loaded(id), tokenIds),
+  decode: (id, text, off = []) => greedy(loaded(id), text, new Set(off)),
+  attention: (id, tokenIds, off = []) => attentionOf(loaded(id), tokenIds, new Set(off)),
 };
 
 function boot() {

@@ -70,10 +70,12 @@ function canExtend(cfg) {
   return cfg.attn.causal && cfg.attn.softmax === "keys";
 }
 
-function newState(model) {
+/** A fresh state; `off` names the heads switched off, as `"block.head"` (`"0.1"`). */
+function newState(model, off = null) {
   const { positions: P, d_model: d, n_heads: H } = model.cfg;
   return {
     t: 0, // rows computed so far
+    off: off && off.size ? off : null,
     keys: model.blocks.map(() => new Float32Array(P * d)), // (positions, d_model) per block
     values: model.blocks.map(() => new Float32Array(P * d)),
     // weights[block][head]: (positions, positions), row = query, column = key
@@ -245,6 +247,9 @@ export function attention(model, block, x, n, from, state, l) {
     scores(qkv, keys, w, h, from, t, cfg, slope);
     if (cfg.attn.softmax === "queries") softmaxOverQueries(w, t, P);
     else softmaxOverKeys(w, from, t, P);
+    // A head switched off still attends (its weights are drawn), but its output stays
+    // zero: what the engine's intervention computes with the head's values set to zero.
+    if (state.off?.has(`${l}.${h}`)) continue;
     mixValues(w, values, y, h, from, t, cfg);
   }
   return linear(model, y, n, block.out);
@@ -307,9 +312,9 @@ function weightsOf(model, state, t) {
   );
 }
 
-/** The attention of one full pass over `ids`. */
-export function attentionOf(model, ids) {
-  const state = newState(model);
+/** The attention of one full pass over `ids`, with the heads `off` switched off. */
+export function attentionOf(model, ids, off = null) {
+  const state = newState(model, off);
   forward(model, ids, state);
   return weightsOf(model, state, ids.length);
 }
@@ -328,8 +333,9 @@ function argmaxLastRow(logits, vocab) {
 
 /** Letters and the separator in, then the argmax appended once per letter, as the
  * engine's `greedy`. Returns the output and the attention of one pass over
- * input | output (the last output token's row included). */
-export function greedy(model, text) {
+ * input | output (the last output token's row included). `off`: a Set of the heads
+ * switched off, `"block.head"`, as an intervening run's `ablate` zeroes them. */
+export function greedy(model, text, off = null) {
   const letters = lettersToIds(text);
   const n = letters.length;
   if (2 * n + 1 > model.cfg.positions) {
@@ -338,12 +344,12 @@ export function greedy(model, text) {
   }
   const ids = letters.concat([SEP]);
   const extend = canExtend(model.cfg);
-  let state = newState(model);
+  let state = newState(model, off);
   for (let step = 0; step < n; step++) {
-    if (!extend) state = newState(model);
+    if (!extend) state = newState(model, off);
     ids.push(argmaxLastRow(forward(model, ids, state), model.cfg.vocab));
   }
-  if (!extend) state = newState(model);
+  if (!extend) state = newState(model, off);
   forward(model, ids, state); // the rows of the last output token, for the heatmaps
   const output = ids.slice(n + 1).map(tokenChar).join("");
   return {

@@ -21,7 +21,8 @@
 // test and 200 long strings in the page exactly like the engine (models/decodes.json);
 // that the in-page attention
 // for the manifest's input (fgcabe) matches the engine's within 1e-5 for every model;
-// that the widget works from the keyboard and fits a 390 px screen; and that a first
+// that the widget works from the keyboard, switches a head off and on again, and fits a
+// 390 px screen; and that a first
 // decode takes under 50 ms with the CPU throttled 4×. The engine's attention is read
 // from decodes.json's `<id>.attention` when it is there, else from the manifest.
 // Measured on 2 busy cores: about 35 s in all, of which softq and nomask parity take
@@ -131,14 +132,42 @@ function attentionDiff(page, id, engine) {
 /* ------------------------------------------------------------ keyboard */
 
 /** What the in-page model answers for `text`, for comparison with what is shown. */
-function answerOf(page, id, text) {
+function answerOf(page, id, text, off = []) {
   return page.evaluate(
-    async ({ id, text }) => {
+    async ({ id, text, off }) => {
       await window.revtxWidget.load(id);
-      return window.revtxWidget.decode(id, text).output;
+      return window.revtxWidget.decode(id, text, off).output;
     },
-    { id, text }
+    { id, text, off }
   );
+}
+
+/** A head switched off in the page: one checkbox per head of the shown model, and
+ * checking block 0's head 0 shows what the model answers without it (the numbers are
+ * tests/node/widget-ablation.test.mjs's, against the engine), says so in the verdict,
+ * and unchecking it gives the answer back. */
+async function headsCheck(page) {
+  const input = page.locator('.reverse-widget [data-rw="input"]').first();
+  await input.fill("fgcabedh");
+  const id = await checkedModel(page);
+  const whole = await answerOf(page, id, "fgcabedh");
+  await waitForShown(page, whole, `fgcabedh with ${id}`);
+  const { blocks, heads } = await page.evaluate(async (id) => {
+    const m = (await window.revtxWidget.manifest()).models.find((m) => m.id === id);
+    return { blocks: m.config.n_layers, heads: m.config.n_heads };
+  }, id);
+  const boxes = page.locator(".reverse-widget input[data-rw-head]");
+  const count = await boxes.count();
+  if (count !== blocks * heads) fail(`${count} head switches for ${id}, which has ${blocks} blocks of ${heads} heads`);
+  const box = page.locator('.reverse-widget input[data-rw-head][value="0.0"]');
+  await box.check();
+  const without = await answerOf(page, id, "fgcabedh", ["0.0"]);
+  await waitForShown(page, without, `fgcabedh with ${id}'s block 0 head 0 switched off`);
+  const verdict = await page.locator('.reverse-widget [data-rw="verdict"]').textContent();
+  if (!/block 0 head 0 switched off/.test(verdict)) fail(`the verdict does not say the head is off: ${verdict}`);
+  await box.uncheck();
+  await waitForShown(page, whole, `fgcabedh with ${id}'s heads all on again`);
+  return `${count} head switches; fgcabedh → ${whole}, without block 0 head 0 → ${without}`;
 }
 
 function checkedModel(page) {
@@ -335,6 +364,7 @@ export async function testWidget(page, { baseUrl, chapterUrl, log = console.log,
   });
 
   await check("widget: keyboard (type, Tab to the model picker, arrow keys)", () => keyboardCheck(page));
+  await check("widget: a head switched off changes the answer, and on again gives it back", () => headsCheck(page));
 
   if (axeSource) {
     await check("widget: axe, no serious/critical violations (light and dark)", async () => {
