@@ -15,8 +15,8 @@ CHAPTER_2 := PAGE=chapter-2.html FIGURES=9 ANSWERS=5 MODELS=learned_copy,sin_cop
 # The first pass runs axe on every page of the site; the later ones on their chapter only.
 CHAPTER_3 := PAGE=chapter-3.html FIGURES=4 ANSWERS=5 LISTINGS=1 NOTEBOOK=1
 # Chapter 4: two ablation grids; its listing of what each ablation zeroes has the twin's hooks
-# as its PyTorch tab; no widget and no notebook yet.
-CHAPTER_4 := PAGE=chapter-4.html FIGURES=2 ANSWERS=5 LISTINGS=1
+# as its PyTorch tab; a widget of two copiers with their heads' switches; no notebook yet.
+CHAPTER_4 := PAGE=chapter-4.html FIGURES=2 ANSWERS=5 MODELS=rope_copy,alibi_copy LISTINGS=1
 # The least number of pages the book's PDF may have (title, contents, the chapters).
 PDF_PAGES := 36
 # The site's pages the browser test must find (each page it has is checked).
