@@ -4,7 +4,7 @@
 //! over the seeds. Every loss is paired: the same weights with and without the part.
 
 use super::alt::fmt_pct;
-use super::theme::{de, render, text_style, Scale, HEAT};
+use super::theme::{de, plated_text, render, text_style, Scale, HEAT};
 use super::{drawn, Figure, Svg};
 use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
@@ -135,16 +135,7 @@ fn chart(grid: &Grid) -> Result<Svg, String> {
                     (drop(cell.mean()), -9, 17.0),
                     (format!("{} to {}", fmt_pct(lo), fmt_pct(hi)), 12, 13.0),
                 ] {
-                    let w = (text.chars().count() as f64 * size * 0.55) as i32;
-                    let h = size as i32 + 2;
-                    let cy = y + CELL.1 / 2 + dy;
-                    root.draw(&Rectangle::new(
-                        [(cx - w / 2 - 3, cy - h / 2), (cx + w / 2 + 3, cy + h / 2)],
-                        RGBColor(0xFA, 0xFA, 0xFA).mix(0.85).filled(),
-                    ))
-                    .map_err(de)?;
-                    root.draw(&Text::new(text, (cx, cy), text_style(size, HPos::Center, VPos::Center).color(&RGBColor(0x20, 0x20, 0x20))))
-                        .map_err(de)?;
+                    plated_text(root, text, (cx, y + CELL.1 / 2 + dy), size)?;
                 }
             }
         }

@@ -3,7 +3,7 @@
 //! marked with how many seeds' running mean crossed the threshold.
 
 use super::alt::fmt_pct;
-use super::theme::{de, render, text_style, Scale, HEAT};
+use super::theme::{de, plated_text, render, text_style, Scale, HEAT};
 use super::{drawn, Figure, Svg};
 use crate::book::codes::Code;
 use crate::book::diag::Diagnostic;
@@ -108,16 +108,7 @@ fn chart(spec: &Spec, cells: &[Cell]) -> Result<Svg, String> {
                     (format!("{}%", fmt_pct(100.0 * cell.accuracy)), -9, 17.0),
                     (format!("{} of {} crossed", cell.crossed, cell.seeds), 12, 13.0),
                 ] {
-                    let w = (text.chars().count() as f64 * size * 0.55) as i32;
-                    let h = size as i32 + 2;
-                    let cy = y + CELL.1 / 2 + dy;
-                    root.draw(&Rectangle::new(
-                        [(cx - w / 2 - 3, cy - h / 2), (cx + w / 2 + 3, cy + h / 2)],
-                        RGBColor(0xFA, 0xFA, 0xFA).mix(0.85).filled(),
-                    ))
-                    .map_err(de)?;
-                    root.draw(&Text::new(text, (cx, cy), text_style(size, HPos::Center, VPos::Center).color(&RGBColor(0x20, 0x20, 0x20))))
-                        .map_err(de)?;
+                    plated_text(root, text, (cx, y + CELL.1 / 2 + dy), size)?;
                 }
             }
         }

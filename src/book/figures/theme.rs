@@ -145,6 +145,29 @@ pub fn clean_points(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
 /// A colour scale under a heatmap: `steps` swatches `step` wide for the values from `range.0`
 /// to `range.1`, each coloured by `style`, framed, its ends labelled and `caption` beneath,
 /// centred in a canvas `width` wide with its top at `top`.
+/// Centred text on a light plate, so that it reads on any shade of a heat cell in both
+/// themes (text straight on a dark cell would vanish in the light theme).
+pub fn plated_text(
+    root: &Area,
+    text: String,
+    (cx, cy): (i32, i32),
+    size: f64,
+) -> Result<(), String> {
+    let w = (text.chars().count() as f64 * size * 0.55) as i32;
+    let h = size as i32 + 2;
+    root.draw(&Rectangle::new(
+        [(cx - w / 2 - 3, cy - h / 2), (cx + w / 2 + 3, cy + h / 2)],
+        RGBColor(0xFA, 0xFA, 0xFA).mix(0.85).filled(),
+    ))
+    .map_err(de)?;
+    root.draw(&Text::new(
+        text,
+        (cx, cy),
+        text_style(size, HPos::Center, VPos::Center).color(&RGBColor(0x20, 0x20, 0x20)),
+    ))
+    .map_err(de)
+}
+
 pub struct Scale<'a> {
     pub width: i32,
     pub top: i32,
