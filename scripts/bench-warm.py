@@ -2,7 +2,7 @@
 """The warm path, timed side by side: two revtx-book binaries, in alternating rounds.
 
     scripts/bench-warm.py OLD_BIN NEW_BIN [--root .] [--old-root DIR] [--old-commit REV] [--rounds 5]
-                          [--reloads 5] [--json FILE]
+                          [--reloads 5] [--chapter FILE] [--json FILE]
 
 For each binary:
   build   wall time of `build --offline --quiet` on a warm cache and an existing site
@@ -12,6 +12,9 @@ For each binary:
           the served build number (/__revtx/version) going up, i.e. the watcher's debounce,
           the rebuild and the write, as the browser's poll would see it. An edit, not a
           touch: a build that finds a chapter's text unchanged renders it from its memo.
+--chapter names the chapter to edit (a file under book/, in both trees); the default is the
+first chapter of book.toml. Each chapter's own rendering is what a reload redoes, so the
+longest chapter is the slowest reload.
 --old-root gives the old binary its own tree (a worktree of an older commit, whose book
 the old binary can read); both default to --root. --old-commit REV names the old binary's
 commit when it reads the same tree (else the record would name the tree's HEAD for it).
@@ -123,6 +126,7 @@ def main():
     ap.add_argument("--old-commit")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reloads", type=int, default=5)
+    ap.add_argument("--chapter", help="the chapter to edit for reloads (default: the first)")
     ap.add_argument("--json")
     a = ap.parse_args()
     root = os.path.abspath(a.root)
@@ -137,12 +141,15 @@ def main():
             builds[k].append(build_once(b, roots[k]))
     for r in range(max(1, a.rounds // 2)):
         for k, b in (bins.items() if r % 2 == 0 else reversed(list(bins.items()))):
-            reload[k].extend(reloads(b, roots[k], first_chapter(roots[k]), a.reloads))
+            chapter = (os.path.join(roots[k], "book", a.chapter) if a.chapter
+                       else first_chapter(roots[k]))
+            reload[k].extend(reloads(b, roots[k], chapter, a.reloads))
     rev = lambda d: subprocess.run(["git", "-C", d, "rev-parse", "--short", "HEAD"],
                                    capture_output=True, text=True).stdout.strip()
     commit = rev(root)
     record = {
         "what": "warm `build --offline --quiet` and `serve` reload, side by side",
+        "edited": a.chapter or os.path.basename(first_chapter(root)),
         "machine": f"{cpu()}, {os.cpu_count()} cores",
         "commit": commit,
         "date": time.strftime("%Y-%m-%d"),
