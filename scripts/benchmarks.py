@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ABOUT = {
     "engine": "Reference training, steps per second at one thread: the engine under the book's portable profile, held to its AVX2 kernels, unpinned, and the faithful PyTorch peer (`revtx-book bench --json DIR`).",
     "print": "The print edition's cost on top of a warm build of the real book (`scripts/bench-print.py --json DIR`): a `--no-pdf` draft, a build with the PDF in its cache, and one that typesets it again.",
-    "warm-rebuild": "The warm path (`scripts/bench-warm.py --json DIR`): a warm `build --offline` with nothing changed, and a `serve` reload after an edit of the first chapter (a touch before `74e56d3`, which the render memo now answers without rendering), old binary against new, side by side.",
+    "warm-rebuild": "The warm path (`scripts/bench-warm.py --json DIR`): a warm `build --offline` with nothing changed, and a `serve` reload after an edit of a chapter (the first chapter until `74e56d3`, and a touch before it, which the render memo now answers without rendering; the longest, chapter 3, from `06a4f27`: the record's `detail.edited`), old binary against new, side by side.",
 }
 
 
