@@ -1,11 +1,12 @@
-//! Intervening runs as a run block writes them (`from`, `ablate`, `mode`), read apart from
-//! the run spec, and their plan: the trained run's config with what it switches off.
+//! Intervening runs as a run block writes them (`from`, `ablate`, `mode`, `patch`), read
+//! apart from the run spec, and their plan: the trained run's config with what it switches
+//! off or patches.
 
 use super::codes::Code;
 use super::diag::{Diagnostic, Span};
 use super::kinds::Body;
 use super::runs::RunPlan;
-use revtx_spec::experiments::intervene::{each_head, AblateMode, Intervene, Target};
+use revtx_spec::experiments::intervene::{each_head, AblateMode, Intervene, Patch, Target};
 use revtx_spec::experiments::{RunConfig, RunKind};
 
 /// An intervention as the block writes it, with the place of each value.
@@ -16,6 +17,27 @@ pub struct Written {
     pub mode: AblateMode,
     pub ablate: Ablate,
     pub ablate_span: Span,
+    pub patch: Option<WrittenPatch>,
+}
+
+/// `patch = { length = 8, letter = 0 }` as written: its values (defaults filled in) and
+/// the places of the table and of the keys a plan can find wrong.
+#[derive(Clone, Debug)]
+pub struct WrittenPatch {
+    pub patch: Patch,
+    pub span: Span,
+    pub length_span: Span,
+    pub letter_span: Span,
+}
+
+/// A `patch` table's keys, each with its place.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PatchKeys {
+    length: toml::Spanned<i64>,
+    letter: toml::Spanned<i64>,
+    strings: Option<toml::Spanned<i64>>,
+    seed: Option<toml::Spanned<i64>>,
 }
 
 /// `ablate`: every head, or the targets listed (each as written, with its place).
@@ -27,32 +49,43 @@ pub enum Ablate {
 
 /// Reads `from`, `ablate` and `mode` out of a run block's `text` (the body, or what is left
 /// of it): the text with their lines blanked, and the intervention, if the block has one.
+#[allow(
+    clippy::too_many_lines,
+    reason = "one block's intervention keys, read in the order they are checked"
+)]
 pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), Diagnostic> {
     #[derive(serde::Deserialize)]
     struct Head {
         from: Option<toml::Spanned<String>>,
         ablate: Option<toml::Spanned<toml::Value>>,
         mode: Option<toml::Spanned<String>>,
+        patch: Option<toml::Spanned<PatchKeys>>,
     }
     let head: Head = toml::from_str(text).map_err(|e| body.toml_error(&e, "run directive"))?;
-    let (from, ablate) = match (head.from, head.ablate) {
-        (None, None) => {
+    let (from, ablate) = match (head.from, head.ablate, &head.patch) {
+        (None, None, None) => {
             return match head.mode {
                 Some(m) => Err(needs_from(body, "mode", m.span())),
                 None => Ok((text.to_string(), None)),
             }
         }
-        (None, Some(a)) => return Err(needs_from(body, "ablate", a.span())),
-        (Some(f), None) => {
+        (None, Some(a), _) => return Err(needs_from(body, "ablate", a.span())),
+        (None, None, Some(p)) => return Err(needs_from(body, "patch", p.span())),
+        (Some(f), None, None) => {
             return Err(Diagnostic::error(
                 Code::Intervention,
                 Some(body.span(f.span())),
                 format!("the run reads `{}`'s weights but switches nothing off", f.get_ref()),
             )
-            .hint("list what it switches off, e.g. `ablate = [\"b0.h1\", \"b1.mlp\"]`, or `ablate = \"each-head\"`"))
+            .hint("list what it switches off, e.g. `ablate = [\"b0.h1\", \"b1.mlp\"]`, or `ablate = \"each-head\"`, or patch one letter: `patch = { length = 8, letter = 0 }`"))
         }
-        (Some(f), Some(a)) => (f, a),
+        (Some(f), a, _) => (f, a),
     };
+    let patch = head
+        .patch
+        .as_ref()
+        .map(|p| written_patch(body, p))
+        .transpose()?;
     let mode = match &head.mode {
         None => AblateMode::Zero,
         Some(m) if m.get_ref() == "zero" => AblateMode::Zero,
@@ -64,6 +97,31 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
             )
             .hint(format!("modes: {}", AblateMode::NAMES.join(", "))))
         }
+    };
+    let Some(ablate) = ablate else {
+        let mut rest = text.as_bytes().to_vec();
+        for span in [
+            Some(from.span()),
+            head.patch.as_ref().map(toml::Spanned::span),
+            head.mode.as_ref().map(toml::Spanned::span),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            super::kinds::blank_lines(&mut rest, span);
+        }
+        let written = Written {
+            from: from.get_ref().clone(),
+            from_span: body.span(from.span()),
+            mode,
+            ablate: Ablate::Listed(Vec::new()),
+            ablate_span: body.span(from.span()),
+            patch,
+        };
+        return Ok((
+            String::from_utf8(rest).unwrap_or_default(),
+            Some(Box::new(written)),
+        ));
     };
     let ablate_span = body.span(ablate.span());
     let listed = match ablate.get_ref() {
@@ -92,6 +150,7 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
         Some(from.span()),
         Some(ablate.span()),
         head.mode.as_ref().map(toml::Spanned::span),
+        head.patch.as_ref().map(toml::Spanned::span),
     ]
     .into_iter()
     .flatten()
@@ -104,11 +163,70 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
         mode,
         ablate: listed,
         ablate_span,
+        patch,
     };
     Ok((
         String::from_utf8(rest).unwrap_or_default(),
         Some(Box::new(written)),
     ))
+}
+
+/// A `patch` table read: each count a whole number of the right size, at its key.
+fn written_patch(body: &Body, p: &toml::Spanned<PatchKeys>) -> Result<WrittenPatch, Diagnostic> {
+    let keys = p.get_ref();
+    let count = |v: &toml::Spanned<i64>, name: &str, least: i64| -> Result<usize, Diagnostic> {
+        usize::try_from(*v.get_ref())
+            .ok()
+            .filter(|&n| i64::try_from(n).is_ok_and(|n| n >= least))
+            .ok_or_else(|| {
+                Diagnostic::error(
+                    Code::Intervention,
+                    Some(body.span(v.span())),
+                    format!(
+                        "`patch.{name}` is {}, not a count of {least} or more",
+                        v.get_ref()
+                    ),
+                )
+            })
+    };
+    let length = count(&keys.length, "length", 1)?;
+    let letter = count(&keys.letter, "letter", 0)?;
+    if letter >= length {
+        return Err(Diagnostic::error(
+            Code::Intervention,
+            Some(body.span(keys.letter.span())),
+            format!(
+                "`patch.letter` is {letter}, and a string of {length} letters has letters 0 to {}",
+                length - 1
+            ),
+        )
+        .hint("letters are counted from 0"));
+    }
+    let strings = keys
+        .strings
+        .as_ref()
+        .map_or(Ok(Patch::STRINGS), |s| count(s, "strings", 1))?;
+    let seed = match &keys.seed {
+        None => Patch::SEED,
+        Some(s) => u64::try_from(*s.get_ref()).map_err(|_| {
+            Diagnostic::error(
+                Code::Intervention,
+                Some(body.span(s.span())),
+                format!("`patch.seed` is {}, not a seed (0 or more)", s.get_ref()),
+            )
+        })?,
+    };
+    Ok(WrittenPatch {
+        patch: Patch {
+            length,
+            letter,
+            strings,
+            seed,
+        },
+        span: body.span(p.span()),
+        length_span: body.span(keys.length.span()),
+        letter_span: body.span(keys.letter.span()),
+    })
 }
 
 fn needs_from(body: &Body, key: &str, span: std::ops::Range<usize>) -> Diagnostic {
@@ -154,6 +272,10 @@ pub fn plan(
     );
     let trained = trained_run(w, plans, diags)?;
     let targets = targets(id, w, &trained.config.model, diags);
+    let patch = w
+        .patch
+        .as_ref()
+        .and_then(|p| patch(id, w, p, &trained.config, diags));
     let seeds = seeds(
         w,
         spec,
@@ -175,6 +297,7 @@ pub fn plan(
                 from: w.from.clone(),
                 mode: w.mode,
                 ablate: targets,
+                patch,
             }),
             ..trained.config.clone()
         },
@@ -183,6 +306,55 @@ pub fn plan(
         weights: None,
         contrast,
     })
+}
+
+/// The patch, if the trained run's task and positions allow it (an error at its key
+/// otherwise).
+fn patch(
+    id: &str,
+    w: &Written,
+    p: &WrittenPatch,
+    trained: &RunConfig,
+    diags: &mut Vec<Diagnostic>,
+) -> Option<Patch> {
+    let task = trained.data.task;
+    if Patch::answer_index(task, p.patch.length, p.patch.letter).is_none() {
+        diags.push(
+            Diagnostic::error(
+                Code::Intervention,
+                Some(p.span.clone()),
+                format!("run `{id}` cannot patch `{}`: its task is `{}`", w.from, task.name()),
+            )
+            .note("patching follows one input letter to the answer letter it decides, which copying and reversal fix by position")
+            .hint("point `from` at a copying or reversal run"),
+        );
+        return None;
+    }
+    let size = task.size(p.patch.length);
+    let (needs, has) = (task.sequence_len(size), trained.model.positions);
+    if i64::try_from(needs).map_or(true, |n| n > has) {
+        diags.push(
+            Diagnostic::error(
+                Code::Intervention,
+                Some(p.length_span.clone()),
+                format!(
+                    "a string of {} letters needs {needs} positions, and `{}`'s model has {has}",
+                    p.patch.length, w.from
+                ),
+            )
+            .hint(format!(
+                "at most {} letters",
+                (1..=p.patch.length)
+                    .rev()
+                    .find(
+                        |&l| i64::try_from(task.sequence_len(task.size(l))).is_ok_and(|n| n <= has)
+                    )
+                    .unwrap_or(0)
+            )),
+        );
+        return None;
+    }
+    Some(p.patch.clone())
 }
 
 /// An error at each key of the block that would change the trained run.

@@ -3,7 +3,8 @@
 //!
 //! - [`switch_off`]: what "off" means for each part, as edits of the weights that restore;
 //! - [`score`]: greedy decodes scored on the trained run's own test and long sets;
-//! - [`run`]: one request, from the trained entry to the intervening run's result.
+//! - [`run`]: one request, from the trained entry to the intervening run's result;
+//! - `open` and `patch`: activation patching, on the engine's forward pass opened up.
 //!
 //! Zero-ablation edits weights, not activations: a head's value rows (and their biases) set
 //! to zero make every value vector of that head zero, so its output is exactly zero at
@@ -11,6 +12,9 @@
 //! set to zero make the sublayer add exactly nothing to the residual stream. The forward pass
 //! is the engine's own (`revtx_engine::eval::greedy`), so no new arithmetic enters, and
 //! the result is as machine-independent as the engine's.
+
+pub mod open;
+pub mod patch;
 
 use anyhow::{bail, ensure, Context, Result};
 use revtx_engine::data::{self, Alphabet, Letters};
@@ -248,6 +252,11 @@ pub fn run(req: &ExecRequest) -> Result<RunResult> {
         })?;
         targets.push((target.to_string(), s));
     }
+    let patched = iv
+        .patch
+        .as_ref()
+        .map(|p| patch::run(&model, &vs.variables(), cfg, p))
+        .transpose()?;
     env.train_seconds = 0.0;
     env.eval_seconds = started.elapsed().as_secs_f64();
     env.code_fingerprint = format!(
@@ -262,6 +271,7 @@ pub fn run(req: &ExecRequest) -> Result<RunResult> {
         output: RunOutput::Ablated(Box::new(Ablated {
             baseline,
             targets: Targets(targets),
+            patched,
         })),
         env,
     })

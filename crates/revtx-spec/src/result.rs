@@ -3,6 +3,7 @@
 
 use crate::experiments::RunConfig;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 
 /// Bumped whenever the layout of a result changes; part of the run-cache key. 3: one of
 /// `train`, `worked` or `variance` (`RunOutput`), where 2 wrote all three, two as null.
@@ -137,6 +138,37 @@ pub struct Ablated {
     /// One evaluation per target, in the order the run block lists them, by the target as
     /// written (`b0.h1`, `b0.h0+b0.h1`).
     pub targets: Targets,
+    /// Activation patching, when the run asks for it (`intervene.patch`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patched: Option<Patched>,
+}
+
+/// What activation patching measured. For each string, the logit difference
+/// `LD = logit(clean letter) − logit(corrupted letter)` at `query`, where the model writes
+/// the answer letter the corrupted input letter decides; `clean` and `corrupt` are their
+/// means over the strings, run as they are. `restored[c][p]` is the share of the gap the
+/// patch of component `c` at position `p` (from the clean run into the corrupted one)
+/// closes: `(mean LD patched − corrupt) / (clean − corrupt)`; 1 restores the clean answer's
+/// margin, 0 changes nothing. Positions run from 0 to `query` (later ones cannot act).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Patched {
+    /// The corrupted letter's position in the sequence (its index in the string).
+    pub corrupted: usize,
+    /// The position whose prediction is measured.
+    pub query: usize,
+    /// The sequence's tokens at each position for the first string, clean, as letters and
+    /// `|` (for a figure's axis).
+    pub tokens: Vec<String>,
+    pub clean: f64,
+    pub corrupt: f64,
+    /// How many strings the clean model answers right at `query` (its top letter is the
+    /// clean one), and how many the corrupted run gives the corrupted letter.
+    pub clean_right: usize,
+    pub corrupt_flipped: usize,
+    pub strings: usize,
+    /// The components in order (`Patch::components`), each with one value per position.
+    pub components: Vec<String>,
+    pub restored: BTreeMap<String, Vec<f64>>,
 }
 
 /// Targets and their scores, in the block's order; a map in JSON and in expressions

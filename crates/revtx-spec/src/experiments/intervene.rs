@@ -1,7 +1,8 @@
 //! Interventions on a trained model: what is switched off, written as the author writes it
 //! (`"b0.h1"`, `"b1.attn"`, `"b0.mlp"`, `"pos"`, several joined by `+`) and checked against
 //! the model's shape. A run that intervenes retrains nothing: `revtx-intervene` evaluates the
-//! trained run's weights with each target switched off in turn.
+//! trained run's weights with each target switched off in turn, and (`patch`) patches
+//! each component's output from a clean run into a corrupted one.
 
 use crate::config::{ModelConfig, PositionEncoding};
 use serde::{Deserialize, Serialize};
@@ -18,6 +19,66 @@ pub struct Intervene {
     /// The targets, each evaluated on its own (a target of several parts switches them
     /// off together). Written as strings: `b0.h1`, `b1.attn`, `b0.mlp`, `b0.h0+b0.h1`.
     pub ablate: Vec<Target>,
+    /// Activation patching, when the block asks for it (absent from the JSON otherwise, so
+    /// that no ablation's key changed when patching came).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub patch: Option<Patch>,
+}
+
+/// Activation patching on one letter: `strings` strings of `length` letters, each run clean
+/// and with the letter at `letter` (counting from 0) replaced by another (corrupted); then
+/// the corrupted run again with one component's output at one position taken from the
+/// clean run, for every component and position. What is measured is the logit difference
+/// between the clean and the corrupted answer letter where the model writes that letter.
+/// Every value is written out in the run's key, defaults included.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Patch {
+    pub length: usize,
+    pub letter: usize,
+    pub strings: usize,
+    /// The seed of the strings and their corruptions (`revtx_engine::rng`).
+    pub seed: u64,
+}
+
+impl Patch {
+    /// `strings` when the block leaves it out.
+    pub const STRINGS: usize = 100;
+    /// `seed` when the block leaves it out.
+    pub const SEED: u64 = 0;
+    /// The keys of a `patch` table.
+    pub const KEYS: &'static [&'static str] = &["length", "letter", "strings", "seed"];
+
+    /// Which answer letter the input letter at `letter` decides, for the tasks whose
+    /// answers are their letters in an order fixed by position: copying (the same index)
+    /// and reversal (the mirror one). `None` for the others.
+    pub fn answer_index(task: crate::task::Task, length: usize, letter: usize) -> Option<usize> {
+        use crate::task::Task;
+        match task {
+            Task::Copy => Some(letter),
+            Task::Reverse => Some(length - 1 - letter),
+            Task::Sort | Task::Add | Task::Recall => None,
+        }
+    }
+
+    /// The sequence position whose prediction is that answer letter: the separator's for
+    /// the first, else the answer letter before it (the prompt is `length` letters).
+    pub fn query(task: crate::task::Task, length: usize, letter: usize) -> Option<usize> {
+        Self::answer_index(task, length, letter).map(|j| length + j)
+    }
+
+    /// The components a patching map has, in its order: the residual stream entering each
+    /// block (`resid.b0` is the embeddings), each head's output before the block's output
+    /// projection, and each MLP's output.
+    pub fn components(m: &ModelConfig) -> Vec<String> {
+        let mut out = Vec::new();
+        for b in 0..m.n_layers {
+            out.push(format!("resid.b{b}"));
+            out.extend((0..m.n_heads).map(|h| format!("b{b}.h{h}")));
+            out.push(format!("b{b}.mlp"));
+        }
+        out
+    }
 }
 
 /// How an ablated component's output is replaced.
