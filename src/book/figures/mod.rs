@@ -34,6 +34,7 @@ kinds! {
         Spikes(spikes) = "spikes",
         OutcomeGrid(outcome_grid) = "outcome-grid",
         Ablation(ablation) = "ablation",
+        Patching(patching) = "patching",
     }
 }
 
