@@ -2,7 +2,7 @@
 # The PyTorch twin's tests (tests/python/test_*.py), with what tests/python/setup.sh
 # installed: the twin against every model the site exports, one training step against the
 # engine's for every option, every ablation of a fixture book against the twin with the
-# same components' activations zeroed, and every chapter's notebook executed headless.
+# same components' activations zeroed, its patching map against the twin's hooks, and every chapter's notebook executed headless.
 #   SITE        the built site (default: site); REVTX_ENGINE: the engine binary;
 #   REVTX_BOOK  the compiler that builds the ablation fixture (default: target/release).
 set -euo pipefail

@@ -10,6 +10,11 @@ the twin's greedy decodes of every test and long string must be the engine's, an
 accuracy. A self-test hooks the other head of each block and requires a disagreement, so
 that a pass means the hook and the engine switched off the same head.
 
+The fixture also patches (`patch`): the twin draws the same strings and corruptions with
+its port of the engine's generator, swaps each component's output at each position from
+the clean run into the corrupted one with hooks, and must give the engine's map, cell by
+cell, to 1e-6 of the margin (the largest difference seen is about 4e-8).
+
     PYTHONPATH=<torch's site>:python python3 -m unittest tests/python/test_ablation.py -v
 """
 
@@ -26,6 +31,7 @@ from pathlib import Path
 import torch
 
 from revtx_twin.model import Alphabet, Transformer, greedy
+from revtx_twin.tasks import Rng, draw, encode, sequence_len
 from revtx_twin.weights import load_safetensors
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +52,11 @@ long_size = 20
 ```run off
 from = "trained"
 ablate = ["b0.h0", "b0.h1", "b1.h0", "b1.h1", "b0.attn", "b1.attn", "b0.mlp", "pos", "b0.h0+b1.h1"]
+```
+
+```run patched
+from = "trained"
+patch = { length = 6, letter = 1, strings = 40, seed = 9 }
 ```
 """
 
@@ -72,9 +83,19 @@ def entries(runs: Path) -> tuple[dict, dict]:
         r = json.loads(result.read_text())
         if "train" in r:
             trained[r["seed"]] = (r, result.parent)
-        elif "ablated" in r:
+        elif "ablated" in r and "patched" not in r["ablated"]:
             off[r["seed"]] = r
     return trained, off
+
+
+def patched_entries(runs: Path) -> dict:
+    """The patching runs' results of the cache, by seed."""
+    out = {}
+    for result in runs.glob("*/result.json"):
+        r = json.loads(result.read_text())
+        if "patched" in r.get("ablated", {}):
+            out[r["seed"]] = r
+    return out
 
 
 # ANCHOR: hooks
@@ -110,6 +131,81 @@ def switched_off(model: Transformer, target: str):
 # ANCHOR_END: hooks
 
 
+# ANCHOR: patching
+def pairs(alphabet: Alphabet, patch: dict) -> list[tuple[list[int], list[int]]]:
+    """The clean strings and their corrupted copies, drawn as revtx-intervene draws them:
+    each string, then the step (1 to letters − 1) that moves its letter at ``letter``."""
+    rng = Rng(patch["seed"])
+    out = []
+    for _ in range(patch["strings"]):
+        clean = draw(rng, alphabet, patch["length"])
+        step = rng.range(1, alphabet.letters - 1)
+        corrupt = list(clean)
+        corrupt[patch["letter"]] = (clean[patch["letter"]] + step) % alphabet.letters
+        out.append((clean, corrupt))
+    return out
+
+
+def patching_map(model: Transformer, alphabet: Alphabet, patch: dict) -> dict:
+    """Activation patching by hooks: each component's output at each position taken from
+    the clean run into the corrupted one; the share of the mean logit difference restored."""
+    drawn = pairs(alphabet, patch)
+    length, letter = patch["length"], patch["letter"]
+    query = length + (letter if alphabet.task == "copy" else length - 1 - letter)
+    n = sequence_len(alphabet.task, length)
+    rows = lambda which: torch.tensor([encode(p[which], alphabet, n, "answer", 0)[0] for p in drawn])
+    clean, corrupt = rows(0), rows(1)
+    want = [(c[letter], k[letter]) for c, k in drawn]
+    d_head = model.cfg.d_model // model.cfg.n_heads
+
+    def hooks_on(name):
+        """(module, kind, slice) where the component's output passes."""
+        if name.startswith("resid.b"):
+            return model.blocks[int(name[7:])], "pre", slice(None)
+        b, part = name.split(".")
+        block = model.blocks[int(b[1:])]
+        if part == "mlp":
+            return block.mlp, "out", slice(None)
+        h = int(part[1:])
+        return block.attn.out, "pre", slice(h * d_head, (h + 1) * d_head)
+
+    def run(idx, name=None, swap=None, keep=None):
+        module, kind, cols = hooks_on(name) if name else (None, None, None)
+
+        def edit(t):
+            if keep is not None:
+                keep[name] = t.detach().clone()
+            if swap is not None:
+                t = t.clone()
+                t[:, swap[0], cols] = swap[1][:, swap[0], cols]
+            return t
+        handle = None
+        if module is not None:
+            handle = (module.register_forward_pre_hook(lambda _m, i: (edit(i[0]),)) if kind == "pre"
+                      else module.register_forward_hook(lambda _m, _i, o: edit(o)))
+        try:
+            with torch.no_grad():
+                logits = model(idx)[:, query, :].double()
+        finally:
+            if handle:
+                handle.remove()
+        return sum(float(logits[i, a] - logits[i, b]) for i, (a, b) in enumerate(want)) / len(want)
+
+    names = [f"resid.b{b}" for b in range(model.cfg.n_layers)]
+    names += [f"b{b}.h{h}" for b in range(model.cfg.n_layers) for h in range(model.cfg.n_heads)]
+    names += [f"b{b}.mlp" for b in range(model.cfg.n_layers)]
+    kept = {}
+    clean_ld = run(clean)
+    for name in names:
+        run(clean, name, keep=kept)
+    corrupt_ld = run(corrupt)
+    restored = {name: [(run(corrupt, name, swap=(p, kept[name])) - corrupt_ld) / (clean_ld - corrupt_ld)
+                       for p in range(query + 1)] for name in names}
+    return {"query": query, "clean": clean_ld, "corrupt": corrupt_ld, "restored": restored,
+            "first": alphabet.text(encode(drawn[0][0], alphabet, n, "answer", 0)[0][:query + 1])}
+# ANCHOR_END: patching
+
+
 def other_head(target: str) -> str | None:
     """The same target with each head replaced by the other head of its block (a
     two-head model); None when it names no head."""
@@ -124,7 +220,9 @@ class TwinAblation(unittest.TestCase):
     def setUpClass(cls) -> None:
         torch.set_num_threads(1)
         cls.tmp = tempfile.TemporaryDirectory()
-        cls.trained, cls.off = entries(build_fixture(Path(cls.tmp.name)))
+        runs = build_fixture(Path(cls.tmp.name))
+        cls.trained, cls.off = entries(runs)
+        cls.patched = patched_entries(runs)
 
     @classmethod
     def tearDownClass(cls) -> None:
@@ -169,6 +267,41 @@ class TwinAblation(unittest.TestCase):
         self.assertGreaterEqual(moved, 12, "few ablations changed any decode")
         ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
         ARTIFACT.write_text(json.dumps({"compared": compared, "targets": report}, indent=1) + "\n")
+
+    def test_patching_agrees_with_the_twin(self) -> None:
+        """Every cell of the engine's patching map, at both seeds, against the twin's with
+        the same outputs swapped by hooks: equal to 1e-6 of the margin (the twin's kernels
+        are PyTorch's, so the last bits may differ); and the map is not trivial."""
+        self.assertEqual(sorted(self.patched), [0, 1])
+        cells, moved = 0, 0
+        for seed, r in sorted(self.patched.items()):
+            model, alphabet, _ = self.model(seed)
+            engine = r["ablated"]["patched"]
+            twin = patching_map(model, alphabet, r["config"]["intervene"]["patch"])
+            self.assertEqual(engine["query"], twin["query"])
+            self.assertEqual("".join(engine["tokens"]), twin["first"])
+            self.assertAlmostEqual(engine["clean"], twin["clean"], delta=1e-3)
+            self.assertAlmostEqual(engine["corrupt"], twin["corrupt"], delta=1e-3)
+            self.assertEqual(sorted(engine["restored"]), sorted(twin["restored"]))
+            for name, row in engine["restored"].items():
+                self.assertEqual(len(row), len(twin["restored"][name]))
+                for p, (a, b) in enumerate(zip(row, twin["restored"][name])):
+                    with self.subTest(seed=seed, component=name, position=p):
+                        self.assertAlmostEqual(a, b, delta=1e-6)
+                    cells += 1
+                    moved += abs(a) > 0.05 and not name == "resid.b0"
+        self.assertEqual(cells, 2 * 8 * (6 + 4 + 1))  # reversal: letter 1 is answer letter 4
+        self.assertGreaterEqual(moved, 4, "the map restores nothing beyond the embeddings")
+
+    def test_patching_the_wrong_position_disagrees(self) -> None:
+        """The comparison above can fail: a map whose positions are shifted by one differs."""
+        seed, r = min(self.patched.items())
+        model, alphabet, _ = self.model(seed)
+        twin = patching_map(model, alphabet, r["config"]["intervene"]["patch"])
+        engine = r["ablated"]["patched"]["restored"]
+        shifted = {k: v[1:] + v[:1] for k, v in twin["restored"].items()}
+        worst = max(abs(a - b) for k in engine for a, b in zip(engine[k], shifted[k]))
+        self.assertGreater(worst, 0.1)
 
     def test_the_other_head_disagrees(self) -> None:
         """The check above can fail: hooking the wrong head of the block disagrees with the
