@@ -571,6 +571,13 @@ pub(super) fn grouped(x: f64, decimals: Option<usize>) -> String {
         None => super::trim_float(x),
     };
     let (sign, body) = s.strip_prefix('-').map_or(("", s.as_str()), |b| ("-", b));
+    // A value that rounds to zero is shown as zero, never "-0" (−0.0, or −0.001 at two
+    // decimals): the sign would claim a direction the digits do not show.
+    let sign = if body.bytes().all(|c| c == b'0' || c == b'.') {
+        ""
+    } else {
+        sign
+    };
     format!("{sign}{}", crate::book::claims::group_thousands(body))
 }
 

@@ -630,6 +630,14 @@ mod tests {
         assert_eq!(eval("of(63, 500)"), "63 of 500");
         assert_eq!(eval("pct(0.946)"), "94.6%");
         assert_eq!(eval("pct(0.94612, decimals=2)"), "94.61%");
+        assert_eq!(
+            eval("pct(-0.001, 0)"),
+            "0%",
+            "no sign on a value shown as zero"
+        );
+        assert_eq!(eval("pct(-0.0)"), "0.0%");
+        assert_eq!(eval("pct(-0.01, 0)"), "-1%");
+        assert_eq!(eval("num(-0.0004, 2)"), "0.00");
         assert_eq!(eval("series(failing(e))"), "6, 7 and 8");
         assert_eq!(eval("series(passing(e))"), "3");
         assert_eq!(eval("of(2, 5) | capitalize"), "2 of 5");
