@@ -85,6 +85,38 @@ ax.set_title("{{ run.id }}, seed {{ run.seed }}, in PyTorch")
 plt.show()
 
 # %% [markdown]
+# ## Switch a head off
+#
+# The book's intervening runs zero a head's output and decode again (its chapter "What the
+# heads do"). Here the same is done with a hook: the head's slice of the attention output,
+# before the block's output projection, is set to zero. A head that matters changes the
+# answers; a head whose work another can do changes little. (After a few steps of
+# training, every head still matters little.)
+
+# %%
+def decoded_without(model, block, head, problems):
+    """Greedy answers with head `head` of block `block` giving zero."""
+    d_head = model.cfg.d_model // model.cfg.n_heads
+
+    def zero_head(_module, inputs):
+        y = inputs[0].clone()  # (batch, tokens, d_model): the heads side by side
+        y[..., head * d_head:(head + 1) * d_head] = 0
+        return (y,)
+
+    handle = model.blocks[block].attn.out.register_forward_pre_hook(zero_head)
+    try:
+        with torch.no_grad():
+            return greedy(model, problems, alphabet)
+    finally:
+        handle.remove()
+
+
+for block in range(model.cfg.n_layers):
+    for head in range(model.cfg.n_heads):
+        answers = decoded_without(model, block, head, problems)
+        print(f"block {block} head {head} off: " + ", ".join(answers))
+
+# %% [markdown]
 # ## Try it
 #
 # The chapter's exercises change one thing at a time. Here that is one value of `config`

@@ -6,7 +6,7 @@ SITE (default `site`) that links one, the notebook must be valid nbformat 4, and
 top to bottom in a fresh Python kernel (nbclient) with REVTX_NOTEBOOK_STEPS steps (default
 20) without an error, in an empty folder: its `%%writefile` cells write the twin there, so
 it needs nothing from this repository. It must then have printed its decodes and drawn
-its loss (an image). A site whose pages link no notebook fails: a check that finds
+its loss (an image), and decoded with each head of the model switched off in turn. A site whose pages link no notebook fails: a check that finds
 nothing has checked nothing. The figures go to tests/artifacts/twin-notebooks.json.
 
     PYTHONPATH=.twin/site:python python3 -m unittest tests/python/test_notebooks.py -v
@@ -64,6 +64,12 @@ class Notebooks(unittest.TestCase):
                 text = "".join(o.get("text", "") for o in outputs if o.get("output_type") == "stream")
                 self.assertRegex(text, r"->", f"{name} printed no decode")
                 self.assertIn(f"step {STEPS}/{STEPS}", text, f"{name} did not train {STEPS} steps")
+                config = json.loads(re.search(r'config = json.loads\("""(.*?)"""\)',
+                                              "".join(c.source for c in nb.cells), re.S).group(1))
+                heads = config["model"]["n_layers"] * config["model"]["n_heads"]
+                switched = re.findall(r"^block \d+ head \d+ off: ", text, re.M)
+                self.assertEqual(len(switched), heads,
+                                 f"{name}: {len(switched)} heads decoded switched off, want {heads}")
                 images = [o for o in outputs if "image/png" in o.get("data", {})]
                 self.assertEqual(len(images), 1, f"{name}: {len(images)} images, want the loss plot")
                 figures[name] = {"page": page, "cells": len(nb.cells), "steps": int(STEPS),
