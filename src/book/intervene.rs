@@ -89,6 +89,7 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
     let mode = match &head.mode {
         None => AblateMode::Zero,
         Some(m) if m.get_ref() == "zero" => AblateMode::Zero,
+        Some(m) if m.get_ref() == "mean" => AblateMode::Mean,
         Some(m) => {
             return Err(Diagnostic::error(
                 Code::Intervention,

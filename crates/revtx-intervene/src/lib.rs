@@ -13,6 +13,7 @@
 //! is the engine's own (`revtx_engine::eval::greedy`), so no new arithmetic enters, and
 //! the result is as machine-independent as the engine's.
 
+pub mod mean;
 pub mod open;
 pub mod patch;
 
@@ -25,6 +26,7 @@ use revtx_engine::model::{self, Transformer};
 use revtx_engine::result::{Ablated, LengthEval, RunOutput, RunResult, Score, Scored, Targets};
 use revtx_engine::rng::Rng;
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::path::Path;
 use tch::nn;
 
@@ -33,43 +35,60 @@ use tch::nn;
 pub const CODE_FINGERPRINT: &str = env!("REVTX_INTERVENE_FINGERPRINT");
 
 // ANCHOR: edits
-/// The weights a part's switching off edits: (variable name, first row, rows); `None`
-/// rows means the whole tensor. Weights are stored `(out, in)`, so rows are outputs.
-fn edits(part: Part, d_model: i64, d_head: i64) -> Vec<(String, i64, Option<i64>)> {
+/// What an edited tensor is given: zero, or (mean ablation) the part's mean output, in
+/// the tensor that adds a constant (a bias, or every row of the position table).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fill {
+    Zero,
+    Mean,
+}
+
+/// The weights a part's switching off edits: (variable name, first row, rows, fill);
+/// `None` rows means the whole tensor. Weights are stored `(out, in)`, so rows are outputs.
+fn edits(part: Part, d_model: i64, d_head: i64) -> Vec<(String, i64, Option<i64>, Fill)> {
+    let weight_and_bias = |at: String, first: i64, rows: Option<i64>| {
+        vec![
+            (format!("{at}.weight"), first, rows, Fill::Zero),
+            (format!("{at}.bias"), first, rows, Fill::Mean),
+        ]
+    };
     match part {
         // qkv's outputs are q, k and v side by side, each heads side by side: head h's
         // values are rows 2·d + h·d_head .. + d_head.
-        Part::Head { block, head } => {
-            let first = 2 * d_model + head * d_head;
-            ["weight", "bias"]
-                .iter()
-                .map(|w| (format!("blocks.{block}.attn.qkv.{w}"), first, Some(d_head)))
-                .collect()
-        }
-        Part::Attn { block } => ["weight", "bias"]
-            .iter()
-            .map(|w| (format!("blocks.{block}.attn.out.{w}"), 0, None))
-            .collect(),
-        Part::Mlp { block } => ["weight", "bias"]
-            .iter()
-            .map(|w| (format!("blocks.{block}.mlp.down.{w}"), 0, None))
-            .collect(),
-        // A learned table's every row: each token enters with no position added.
-        Part::Pos => vec![("pos.weight".into(), 0, None)],
+        Part::Head { block, head } => weight_and_bias(
+            format!("blocks.{block}.attn.qkv"),
+            2 * d_model + head * d_head,
+            Some(d_head),
+        ),
+        Part::Attn { block } => weight_and_bias(format!("blocks.{block}.attn.out"), 0, None),
+        Part::Mlp { block } => weight_and_bias(format!("blocks.{block}.mlp.down"), 0, None),
+        // A learned table's every row: each token enters with no position added (zero),
+        // or with the mean position's vector (mean).
+        Part::Pos => vec![("pos.weight".into(), 0, None, Fill::Mean)],
     }
 }
 // ANCHOR_END: edits
 
-/// Runs `f` with `target`'s parts switched off in `vs` (as `mode` says), then puts every
-/// edited weight back as it was, bit for bit.
+/// What a switched-off part gives: zero, or its mean output over a batch (`mean::means`).
+/// With every value weight of a head zero and its value biases the head's mean output,
+/// each value vector is that mean, so the head's output is the mean at every position
+/// (to the rounding of its attention weights' sum); a sublayer whose last projection is
+/// zero adds its bias, the mean, everywhere.
+#[derive(Clone, Copy, Debug)]
+pub enum Replace<'m> {
+    Zero,
+    Mean(&'m mean::Means),
+}
+
+/// Runs `f` with `target`'s parts switched off in `vs` (as `replace` says), then puts
+/// every edited weight back as it was, bit for bit.
 pub fn switch_off<T>(
     vs: &nn::VarStore,
     cfg: &RunConfig,
     target: &Target,
-    mode: AblateMode,
+    replace: Replace,
     f: impl FnOnce() -> T,
 ) -> Result<T> {
-    let AblateMode::Zero = mode;
     let vars = vs.variables();
     let (d, dh) = (cfg.model.d_model, cfg.model.d_head());
     let mut saved = Vec::new();
@@ -77,16 +96,26 @@ pub fn switch_off<T>(
         if let Some(why) = part.missing_in(&cfg.model) {
             bail!("`{part}`: {why}");
         }
-        for (name, first, rows) in edits(part, d, dh) {
+        for (name, first, rows, fill) in edits(part, d, dh) {
             let t = vars
                 .get(&name)
                 .with_context(|| format!("the trained model has no `{name}`"))?;
             let rows = rows.unwrap_or(t.size()[0]);
             let mut view = t.narrow(0, first, rows);
             saved.push((view.shallow_clone(), view.copy()));
-            tch::no_grad(|| {
-                let _ = view.zero_();
-            });
+            match (fill, replace) {
+                (Fill::Mean, Replace::Mean(means)) => {
+                    let m = means
+                        .0
+                        .get(&part)
+                        .with_context(|| format!("no mean output of `{part}`"))?;
+                    // A bias takes the vector; the table takes it in every row.
+                    tch::no_grad(|| view.copy_(&m.expand_as(&view)));
+                }
+                _ => tch::no_grad(|| {
+                    let _ = view.zero_();
+                }),
+            }
         }
     }
     let out = f();
@@ -183,6 +212,34 @@ pub fn trained_model(
     Ok((vs, model))
 }
 
+/// Mean ablation's values, from the untouched model on its own test strings; none for
+/// zero ablation.
+fn means_for(
+    iv: &revtx_engine::experiments::intervene::Intervene,
+    model: &Transformer,
+    vs: &nn::VarStore,
+    cfg: &RunConfig,
+    test: &[Letters],
+) -> Result<Option<mean::Means>> {
+    Ok(match iv.mode {
+        AblateMode::Zero => None,
+        AblateMode::Mean => {
+            let parts: BTreeSet<Part> =
+                iv.ablate.iter().flat_map(|t| t.0.iter().copied()).collect();
+            let parts: Vec<Part> = parts.into_iter().collect();
+            let alphabet = cfg.data.alphabet();
+            Some(mean::means(
+                model,
+                &vs.variables(),
+                &cfg.model,
+                alphabet,
+                test,
+                &parts,
+            )?)
+        }
+    })
+}
+
 /// One intervening run: the trained entry read and verified, the model rebuilt from its
 /// weights and checked against the trained run's own decodes, then each target evaluated.
 pub fn run(req: &ExecRequest) -> Result<RunResult> {
@@ -245,9 +302,11 @@ pub fn run(req: &ExecRequest) -> Result<RunResult> {
             );
         }
     }
+    let means = means_for(iv, &model, &vs, cfg, &test)?;
+    let replace = means.as_ref().map_or(Replace::Zero, Replace::Mean);
     let mut targets = Vec::with_capacity(iv.ablate.len());
     for target in &iv.ablate {
-        let s = switch_off(&vs, cfg, target, iv.mode, || {
+        let s = switch_off(&vs, cfg, target, replace, || {
             scored(&model, alphabet, &test, &long)
         })?;
         targets.push((target.to_string(), s));
@@ -293,7 +352,7 @@ mod tests {
             .collect();
         let target = Target::parse("b1.h1+b0.mlp+b0.h1").unwrap();
         let (d, dh) = (cfg.model.d_model, cfg.model.d_head());
-        switch_off(&vs, &cfg, &target, AblateMode::Zero, || {
+        switch_off(&vs, &cfg, &target, Replace::Zero, || {
             let vars = vs.variables();
             let qkv = &vars["blocks.1.attn.qkv.weight"];
             let zero = |t: &tch::Tensor| t.abs().sum(tch::Kind::Double).double_value(&[]) == 0.0;
@@ -319,7 +378,7 @@ mod tests {
             assert!(t.equal(&after[k]), "{k} was not restored");
         }
         let missing = Target::parse("b0.h2").unwrap();
-        assert!(switch_off(&vs, &cfg, &missing, AblateMode::Zero, || ()).is_err());
+        assert!(switch_off(&vs, &cfg, &missing, Replace::Zero, || ()).is_err());
     }
 
     /// A score counts each answer position's wrong tokens and each length's right answers.

@@ -19,11 +19,13 @@ use tch::{nn::Module, Tensor};
 
 /// A component whose output a hook sees: `Resid(b)` the stream entering block `b`,
 /// `Heads(b)` block `b`'s heads side by side before its output projection
-/// `(batch, tokens, d_model)`, `Mlp(b)` block `b`'s MLP output.
+/// `(batch, tokens, d_model)`, `Attn(b)` the attention sublayer's output (after that
+/// projection), `Mlp(b)` block `b`'s MLP output.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Site {
     Resid(usize),
     Heads(usize),
+    Attn(usize),
     Mlp(usize),
 }
 
@@ -188,7 +190,8 @@ impl<'m> Open<'m> {
             };
             y.transpose(1, 2).reshape([bs, t, d])
         };
-        block.out.forward(&hook(Site::Heads(b), y))
+        let y = hook(Site::Heads(b), y);
+        hook(Site::Attn(b), block.out.forward(&y))
     }
 
     /// `Mlp::forward`.

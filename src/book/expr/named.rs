@@ -18,16 +18,37 @@ const MAX_DEPTH: usize = 32;
 
 /// Registers each named expression as a function of `env`.
 pub fn register(env: &mut Environment<'static>, named: &[(String, NamedExpr)]) {
+    let all: std::sync::Arc<Vec<(String, NamedExpr)>> = std::sync::Arc::new(named.to_vec());
     for (name, n) in named {
-        let (name, n) = (name.clone(), n.clone());
+        let (name, n, all) = (name.clone(), n.clone(), all.clone());
         let fname = name.clone();
         env.add_function(fname, move |state: &State, args: Rest<Value>| {
-            call(state, &name, &n, &args)
+            call(state, &name, &n, &all, &args)
         });
     }
 }
 
-fn call(state: &State, name: &str, n: &NamedExpr, args: &[Value]) -> Result<Value, Error> {
+/// The names `expr` reads, and those the named expressions it calls read, at any depth:
+/// a name one of them reads from the caller (a run) must be in the scope it is called in.
+fn reads<'a>(expr: &'a str, all: &'a [(String, NamedExpr)], out: &mut Vec<&'a str>) {
+    for w in super::words(expr) {
+        if w.is_empty() || out.contains(&w) {
+            continue;
+        }
+        out.push(w);
+        if let Some((_, inner)) = all.iter().find(|(name, _)| name == w) {
+            reads(&inner.expr, all, out);
+        }
+    }
+}
+
+fn call(
+    state: &State,
+    name: &str,
+    n: &NamedExpr,
+    all: &[(String, NamedExpr)],
+    args: &[Value],
+) -> Result<Value, Error> {
     if args.len() != n.params.len() {
         return Err(Error::new(
             ErrorKind::InvalidOperation,
@@ -52,9 +73,12 @@ fn call(state: &State, name: &str, n: &NamedExpr, args: &[Value]) -> Result<Valu
         ));
     }
     let mut scope = std::collections::BTreeMap::new();
-    // Every other name the body reads, as the caller sees it (a run, another name).
-    for w in super::words(&n.expr) {
-        if !w.is_empty() && !n.params.iter().any(|p| p == w) {
+    // Every other name the body reads, as the caller sees it (a run, another name), and
+    // every name the named expressions it calls read.
+    let mut words = Vec::new();
+    reads(&n.expr, all, &mut words);
+    for w in words {
+        if !n.params.iter().any(|p| p == w) {
             if let Some(v) = state.lookup(w) {
                 scope.insert(w.to_string(), v);
             }
@@ -116,6 +140,8 @@ mod tests {
                 ("share", &["run"], "run.correct / run.total"),
                 ("lift", &["a"], "share(a) - share(base)"),
                 ("circle", &[], "circle()"),
+                ("over_base", &["a"], "share(a) / share(base)"),
+                ("doubled", &["a"], "2 * over_base(a)"),
             ]),
         );
         let ctx = Value::from_serialize(serde_json::json!({
@@ -131,6 +157,8 @@ mod tests {
             .unwrap_err()
             .contains("in `share`"));
         assert!(eval("circle()").unwrap_err().contains("calls itself"));
+        // A run read two names down (`base`, by `over_base` inside `doubled`) is still seen.
+        assert_eq!(eval("doubled(x)").unwrap().to_string(), "6.0");
         assert_eq!(
             eval("share(x)").unwrap().to_string(),
             "0.75",

@@ -88,10 +88,14 @@ pub enum AblateMode {
     /// By zero: a head's values, a sublayer's output projection and its bias set to 0, so
     /// that nothing of it reaches the residual stream.
     Zero,
+    /// By its mean output over the trained run's test strings (teacher-forced, every
+    /// position): the same weights set to 0, and the bias that then stands alone set to
+    /// that mean, so that the part adds the same vector at every position.
+    Mean,
 }
 
 impl AblateMode {
-    pub const NAMES: &'static [&'static str] = &["zero"];
+    pub const NAMES: &'static [&'static str] = &["zero", "mean"];
 }
 
 /// One component of the model.
