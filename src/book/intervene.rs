@@ -18,6 +18,8 @@ pub struct Written {
     pub ablate: Ablate,
     pub ablate_span: Span,
     pub patch: Option<WrittenPatch>,
+    /// `table_change = true`, at its place.
+    pub table_change: Option<Span>,
 }
 
 /// `patch = { length = 8, letter = 0 }` as written: its values (defaults filled in) and
@@ -60,8 +62,13 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
         ablate: Option<toml::Spanned<toml::Value>>,
         mode: Option<toml::Spanned<String>>,
         patch: Option<toml::Spanned<PatchKeys>>,
+        table_change: Option<toml::Spanned<bool>>,
     }
     let head: Head = toml::from_str(text).map_err(|e| body.toml_error(&e, "run directive"))?;
+    let measures = head.patch.is_some() || head.table_change.as_ref().is_some_and(|t| *t.get_ref());
+    if let (None, Some(t)) = (&head.from, &head.table_change) {
+        return Err(needs_from(body, "table_change", t.span()));
+    }
     let (from, ablate) = match (head.from, head.ablate, &head.patch) {
         (None, None, None) => {
             return match head.mode {
@@ -71,13 +78,13 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
         }
         (None, Some(a), _) => return Err(needs_from(body, "ablate", a.span())),
         (None, None, Some(p)) => return Err(needs_from(body, "patch", p.span())),
-        (Some(f), None, None) => {
+        (Some(f), None, None) if !measures => {
             return Err(Diagnostic::error(
                 Code::Intervention,
                 Some(body.span(f.span())),
                 format!("the run reads `{}`'s weights but switches nothing off", f.get_ref()),
             )
-            .hint("list what it switches off, e.g. `ablate = [\"b0.h1\", \"b1.mlp\"]`, or `ablate = \"each-head\"`, or patch one letter: `patch = { length = 8, letter = 0 }`"))
+            .hint("list what it switches off, e.g. `ablate = [\"b0.h1\", \"b1.mlp\"]`, or `ablate = \"each-head\"`, or patch one letter: `patch = { length = 8, letter = 0 }`, or measure its position table's change: `table_change = true`"))
         }
         (Some(f), a, _) => (f, a),
     };
@@ -86,6 +93,11 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
         .as_ref()
         .map(|p| written_patch(body, p))
         .transpose()?;
+    let table_change = head
+        .table_change
+        .as_ref()
+        .filter(|t| *t.get_ref())
+        .map(|t| body.span(t.span()));
     let mode = match &head.mode {
         None => AblateMode::Zero,
         Some(m) if m.get_ref() == "zero" => AblateMode::Zero,
@@ -105,6 +117,7 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
             Some(from.span()),
             head.patch.as_ref().map(toml::Spanned::span),
             head.mode.as_ref().map(toml::Spanned::span),
+            head.table_change.as_ref().map(toml::Spanned::span),
         ]
         .into_iter()
         .flatten()
@@ -118,6 +131,7 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
             ablate: Ablate::Listed(Vec::new()),
             ablate_span: body.span(from.span()),
             patch,
+            table_change,
         };
         return Ok((
             String::from_utf8(rest).unwrap_or_default(),
@@ -152,6 +166,7 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
         Some(ablate.span()),
         head.mode.as_ref().map(toml::Spanned::span),
         head.patch.as_ref().map(toml::Spanned::span),
+        head.table_change.as_ref().map(toml::Spanned::span),
     ]
     .into_iter()
     .flatten()
@@ -165,6 +180,7 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
         ablate: listed,
         ablate_span,
         patch,
+        table_change,
     };
     Ok((
         String::from_utf8(rest).unwrap_or_default(),
@@ -277,6 +293,19 @@ pub fn plan(
         .patch
         .as_ref()
         .and_then(|p| patch(id, w, p, &trained.config, diags));
+    if let (Some(at), Some(why)) = (
+        &w.table_change,
+        revtx_spec::experiments::intervene::Part::Pos.missing_in(&trained.config.model),
+    ) {
+        diags.push(
+            Diagnostic::error(
+                Code::Intervention,
+                Some(at.clone()),
+                format!("run `{id}` cannot measure `{}`'s table change", w.from),
+            )
+            .label(why),
+        );
+    }
     let seeds = seeds(
         w,
         spec,
@@ -299,6 +328,7 @@ pub fn plan(
                 mode: w.mode,
                 ablate: targets,
                 patch,
+                table_change: w.table_change.is_some(),
             }),
             ..trained.config.clone()
         },

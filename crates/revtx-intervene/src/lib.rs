@@ -13,6 +13,7 @@
 //! is the engine's own (`revtx_engine::eval::greedy`), so no new arithmetic enters, and
 //! the result is as machine-independent as the engine's.
 
+pub mod change;
 pub mod mean;
 pub mod open;
 pub mod patch;
@@ -240,6 +241,50 @@ fn means_for(
     })
 }
 
+/// What training changed in the learned position table, when the run asks (see `change`),
+/// checked against the trained run's record of the table it started from.
+fn table_change_for(
+    iv: &revtx_engine::experiments::intervene::Intervene,
+    vs: &nn::VarStore,
+    cfg: &RunConfig,
+    seed: u64,
+    tr: &revtx_engine::result::TrainResult,
+) -> Result<Option<revtx_engine::result::TableChange>> {
+    if !iv.table_change {
+        return Ok(None);
+    }
+    {
+        let trained = vs
+            .variables()
+            .get("pos.weight")
+            .map(tch::Tensor::shallow_clone)
+            .context("the model has no learned position table")?;
+        let c = change::table_change(&change::initial_table(&cfg.model, seed)?, &trained);
+        // The table drawn again must be the one training started from: its rows' lengths
+        // as the trained run recorded them before its first step. The engine squares in
+        // f32 before summing in f64, so the two agree to f32's precision (about 1e-8 of a
+        // row's length here), far below the difference another draw would make.
+        let recorded = tr
+            .positions
+            .as_ref()
+            .map(|p| p.norm_before.clone())
+            .unwrap_or_default();
+        ensure!(
+            recorded.len() == c.initial_norm.len()
+                && recorded
+                    .iter()
+                    .zip(&c.initial_norm)
+                    .all(|(a, b)| (a - b).abs() <= 1e-6 * a.abs().max(1.0)),
+            "the initial position table drawn again from seed {} is not the one `{}` recorded before training (row lengths {:?}, recorded {:?})",
+            seed,
+            iv.from,
+            &c.initial_norm[..c.initial_norm.len().min(3)],
+            &recorded[..recorded.len().min(3)]
+        );
+        Ok(Some(c))
+    }
+}
+
 /// One intervening run: the trained entry read and verified, the model rebuilt from its
 /// weights and checked against the trained run's own decodes, then each target evaluated.
 pub fn run(req: &ExecRequest) -> Result<RunResult> {
@@ -316,6 +361,7 @@ pub fn run(req: &ExecRequest) -> Result<RunResult> {
         .as_ref()
         .map(|p| patch::run(&model, &vs.variables(), cfg, p))
         .transpose()?;
+    let table_change = table_change_for(iv, &vs, cfg, req.seed, tr)?;
     env.train_seconds = 0.0;
     env.eval_seconds = started.elapsed().as_secs_f64();
     env.code_fingerprint = format!(
@@ -331,6 +377,7 @@ pub fn run(req: &ExecRequest) -> Result<RunResult> {
             baseline,
             targets: Targets(targets),
             patched,
+            table_change,
         })),
         env,
     })

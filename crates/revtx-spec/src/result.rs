@@ -141,6 +141,25 @@ pub struct Ablated {
     /// Activation patching, when the run asks for it (`intervene.patch`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patched: Option<Patched>,
+    /// What training changed in the learned position table, when the run asks for it
+    /// (`intervene.table_change`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_change: Option<TableChange>,
+}
+
+/// The learned position table's change in training: for each row `p`, `Δp` = the trained
+/// row less the row the model was initialised with (the engine's `model::init` at the
+/// run's seed, drawn again). Cosines and norms are computed in `f64`.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct TableChange {
+    pub rows: usize,
+    /// `|Δp|` and the initial row's length `|p₀|`, row by row.
+    pub change_norm: Vec<f64>,
+    pub initial_norm: Vec<f64>,
+    /// The cosine between `Δp` and `Δ(p+1)`, for p from 0 to rows − 2.
+    pub neighbour: Vec<f64>,
+    /// The cosine between the changes of every two rows, `rows × rows`.
+    pub cos: Vec<Vec<f64>>,
 }
 
 /// What activation patching measured. For each string, the logit difference

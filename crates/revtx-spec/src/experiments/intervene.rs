@@ -23,6 +23,10 @@ pub struct Intervene {
     /// that no ablation's key changed when patching came).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub patch: Option<Patch>,
+    /// Measure what training changed in the learned position table: each row's trained
+    /// value less its initial one (absent from the JSON when false, as `patch`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub table_change: bool,
 }
 
 /// Activation patching on one letter: `strings` strings of `length` letters, each run clean
