@@ -111,59 +111,39 @@ pub fn read(text: &str, body: &Body) -> Result<(String, Option<Box<Written>>), D
             .hint(format!("modes: {}", AblateMode::NAMES.join(", "))))
         }
     };
-    let Some(ablate) = ablate else {
-        let mut rest = text.as_bytes().to_vec();
-        for span in [
-            Some(from.span()),
-            head.patch.as_ref().map(toml::Spanned::span),
-            head.mode.as_ref().map(toml::Spanned::span),
-            head.table_change.as_ref().map(toml::Spanned::span),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            super::kinds::blank_lines(&mut rest, span);
+    // What `ablate` lists (nothing, for a run that only patches or measures), with its place.
+    let (listed, ablate_span) = match &ablate {
+        None => (Ablate::Listed(Vec::new()), body.span(from.span())),
+        Some(ablate) => {
+            let ablate_span = body.span(ablate.span());
+            let listed = match ablate.get_ref() {
+                toml::Value::String(s) if s == "each-head" => Ablate::EachHead,
+                toml::Value::Array(items) if !items.is_empty() => {
+                    let mut out = Vec::new();
+                    let mut at = ablate.span().start;
+                    for item in items {
+                        let toml::Value::String(s) = item else {
+                            return Err(not_a_list(&ablate_span));
+                        };
+                        // Each string's place: the next quoted string in the array's text.
+                        let inside = &text[at..ablate.span().end];
+                        let q = inside.find(['"', '\'']).map_or(0, |k| k);
+                        let start = at + q;
+                        let end = (start + s.len() + 2).min(ablate.span().end);
+                        out.push((s.clone(), body.span(start..end)));
+                        at = end;
+                    }
+                    Ablate::Listed(out)
+                }
+                _ => return Err(not_a_list(&ablate_span)),
+            };
+            (listed, ablate_span)
         }
-        let written = Written {
-            from: from.get_ref().clone(),
-            from_span: body.span(from.span()),
-            mode,
-            ablate: Ablate::Listed(Vec::new()),
-            ablate_span: body.span(from.span()),
-            patch,
-            table_change,
-        };
-        return Ok((
-            String::from_utf8(rest).unwrap_or_default(),
-            Some(Box::new(written)),
-        ));
-    };
-    let ablate_span = body.span(ablate.span());
-    let listed = match ablate.get_ref() {
-        toml::Value::String(s) if s == "each-head" => Ablate::EachHead,
-        toml::Value::Array(items) if !items.is_empty() => {
-            let mut out = Vec::new();
-            let mut at = ablate.span().start;
-            for item in items {
-                let toml::Value::String(s) = item else {
-                    return Err(not_a_list(&ablate_span));
-                };
-                // Each string's place: the next quoted string in the array's text.
-                let inside = &text[at..ablate.span().end];
-                let q = inside.find(['"', '\'']).map_or(0, |k| k);
-                let start = at + q;
-                let end = (start + s.len() + 2).min(ablate.span().end);
-                out.push((s.clone(), body.span(start..end)));
-                at = end;
-            }
-            Ablate::Listed(out)
-        }
-        _ => return Err(not_a_list(&ablate_span)),
     };
     let mut rest = text.as_bytes().to_vec();
     for span in [
         Some(from.span()),
-        Some(ablate.span()),
+        ablate.as_ref().map(toml::Spanned::span),
         head.mode.as_ref().map(toml::Spanned::span),
         head.patch.as_ref().map(toml::Spanned::span),
         head.table_change.as_ref().map(toml::Spanned::span),
