@@ -8,7 +8,7 @@
 
 use crate::open::{Open, Site};
 use anyhow::{Context, Result};
-use revtx_engine::data::{self, Alphabet, Letters};
+use revtx_engine::data::{Alphabet, Letters};
 use revtx_engine::experiments::intervene::Part;
 use revtx_engine::model::{ModelConfig, Transformer};
 use std::collections::{BTreeMap, HashMap};
@@ -94,14 +94,8 @@ pub fn means<S: std::hash::BuildHasher>(
     }
     let table = vars.get("pos.weight").map(Tensor::shallow_clone);
     for group in by_length(set).values() {
-        let n = alphabet
-            .task
-            .sequence_len(alphabet.task.size(group[0].len()));
-        let mut rows = Vec::with_capacity(group.len() * n);
-        for s in group {
-            rows.extend(data::encode(s, alphabet, n, data::Targets::Answer, 0).0);
-        }
-        let idx = Tensor::from_slice(&rows).view([group.len() as i64, n as i64]);
+        let idx = crate::patch::batch(alphabet, group);
+        let n = idx.size()[1];
         tch::no_grad(|| {
             let _logits = open.forward(&idx, &mut |site, t| {
                 for (&p, sum) in &mut sums {
@@ -123,7 +117,7 @@ pub fn means<S: std::hash::BuildHasher>(
         });
         if let (Some(sum), Some(table)) = (sums.get_mut(&Part::Pos), &table) {
             // The table's rows as they are added: position k of every string.
-            let used = table.narrow(0, 0, n as i64).unsqueeze(0);
+            let used = table.narrow(0, 0, n).unsqueeze(0);
             for _ in 0..group.len() {
                 sum.add(&used);
             }
@@ -138,6 +132,7 @@ pub fn means<S: std::hash::BuildHasher>(
 mod tests {
     use super::*;
     use crate::{switch_off, Replace};
+    use revtx_engine::data;
     use revtx_engine::experiments::intervene::Target;
     use revtx_engine::experiments::RunConfig;
     use revtx_engine::model;

@@ -65,9 +65,9 @@ pub fn pairs(alphabet: Alphabet, p: &Patch) -> Vec<(Letters, Letters)> {
         .collect()
 }
 
-/// Each string as the model reads it at evaluation: its letters, the separator, its true
-/// answer (teacher-forced), as `(strings, tokens)`.
-fn batch(alphabet: Alphabet, strings: &[&Letters]) -> Tensor {
+/// Strings of one length as the model reads them at evaluation: their letters, the
+/// separator, their true answer (teacher-forced), as `(strings, tokens)`.
+pub(crate) fn batch(alphabet: Alphabet, strings: &[&Letters]) -> Tensor {
     let n = alphabet
         .task
         .sequence_len(alphabet.task.size(strings[0].len()));
