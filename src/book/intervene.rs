@@ -6,7 +6,10 @@ use super::codes::Code;
 use super::diag::{Diagnostic, Span};
 use super::kinds::Body;
 use super::runs::RunPlan;
-use revtx_spec::experiments::intervene::{each_head, AblateMode, Intervene, Patch, Target};
+use revtx_spec::config::PositionEncoding;
+use revtx_spec::experiments::intervene::{
+    each_head, AblateMode, At, Corruption, Intervene, Patch, Target,
+};
 use revtx_spec::experiments::{RunConfig, RunKind};
 
 /// An intervention as the block writes it, with the place of each value.
@@ -30,6 +33,8 @@ pub struct WrittenPatch {
     pub span: Span,
     pub length_span: Span,
     pub letter_span: Span,
+    /// Where `corrupt` is written, if it is.
+    pub corrupt_span: Option<Span>,
 }
 
 /// A `patch` table's keys, each with its place.
@@ -40,6 +45,7 @@ struct PatchKeys {
     letter: toml::Spanned<i64>,
     strings: Option<toml::Spanned<i64>>,
     seed: Option<toml::Spanned<i64>>,
+    corrupt: Option<toml::Spanned<String>>,
 }
 
 /// `ablate`: every head, or the targets listed (each as written, with its place).
@@ -199,6 +205,32 @@ fn written_patch(body: &Body, p: &toml::Spanned<PatchKeys>) -> Result<WrittenPat
         )
         .hint("letters are counted from 0"));
     }
+    let corrupt = match &keys.corrupt {
+        None => Corruption::Letter,
+        Some(c) if c.get_ref() == "letter" => Corruption::Letter,
+        Some(c) if c.get_ref() == "place" => Corruption::Place,
+        Some(c) => {
+            return Err(Diagnostic::error(
+                Code::Intervention,
+                Some(body.span(c.span())),
+                format!("unknown corruption `{}`", c.get_ref()),
+            )
+            .hint(format!(
+                "`patch.corrupt` is one of: {}",
+                Corruption::NAMES.join(", ")
+            )))
+        }
+    };
+    if corrupt == Corruption::Place && letter + 1 >= length {
+        return Err(Diagnostic::error(
+            Code::Intervention,
+            Some(body.span(keys.letter.span())),
+            format!(
+                "`patch.letter` is {letter}, and a place corruption swaps it with the letter after it, which a string of {length} letters lacks"
+            ),
+        )
+        .hint(format!("at most {}", length.saturating_sub(2))));
+    }
     let strings = keys
         .strings
         .as_ref()
@@ -219,10 +251,12 @@ fn written_patch(body: &Body, p: &toml::Spanned<PatchKeys>) -> Result<WrittenPat
             letter,
             strings,
             seed,
+            corrupt,
         },
         span: body.span(p.span()),
         length_span: body.span(keys.length.span()),
         letter_span: body.span(keys.letter.span()),
+        corrupt_span: keys.corrupt.as_ref().map(|c| body.span(c.span())),
     })
 }
 
@@ -341,6 +375,26 @@ fn patch(
         );
         return None;
     }
+    let tabled = matches!(
+        trained.model.position_encoding,
+        PositionEncoding::Learned | PositionEncoding::Sinusoidal
+    );
+    if p.patch.corrupt == Corruption::Place && !tabled {
+        diags.push(
+            Diagnostic::error(
+                Code::Intervention,
+                Some(p.corrupt_span.clone().unwrap_or_else(|| p.span.clone())),
+                format!(
+                    "run `{id}` cannot swap places in `{}`: its positions are `{}`",
+                    w.from,
+                    trained.model.position_encoding.name()
+                ),
+            )
+            .note("a place corruption swaps two rows of the position table that is added to the tokens, and these positions enter inside attention")
+            .hint("point `from` at a run with learned or sinusoidal positions"),
+        );
+        return None;
+    }
     let size = task.size(p.patch.length);
     let (needs, has) = (task.sequence_len(size), trained.model.positions);
     if i64::try_from(needs).map_or(true, |n| n > has) {
@@ -448,11 +502,14 @@ fn targets(
     for (s, at) in items {
         let read = Target::parse(s).and_then(|t| {
             match t
-                .0
+                .parts
                 .iter()
                 .find_map(|p| p.missing_in(model).map(|why| (p, why)))
             {
                 Some((p, why)) => Err(format!("`{p}`: {why} (`{}`'s model)", w.from)),
+                None if t.at != At::All && w.mode == AblateMode::Mean => Err(format!(
+                    "`{s}` is switched off at some positions only, and mean ablation replaces a part everywhere: restricted targets are zeroed (leave `mode` out)"
+                )),
                 None => Ok(t),
             }
         });

@@ -13,7 +13,11 @@ that a pass means the hook and the engine switched off the same head.
 The fixture also patches (`patch`): the twin draws the same strings and corruptions with
 its port of the engine's generator, swaps each component's output at each position from
 the clean run into the corrupted one with hooks, and must give the engine's map, cell by
-cell, to 1e-6 of the margin (the largest difference seen is about 4e-8).
+cell, to 1e-6 of the margin (the largest difference seen is about 4e-8), for a corrupted
+letter and for two letters' places swapped (a hook on the position table's rows).
+
+Targets zeroed at some positions only (`b0.h0@input`, `b0.h1@answer`) are zeroed by the
+same hooks on those rows only, and a self-test requires the other place to disagree.
 
     PYTHONPATH=<torch's site>:python python3 -m unittest tests/python/test_ablation.py -v
 """
@@ -51,12 +55,18 @@ long_size = 20
 
 ```run off
 from = "trained"
-ablate = ["b0.h0", "b0.h1", "b1.h0", "b1.h1", "b0.attn", "b1.attn", "b0.mlp", "pos", "b0.h0+b1.h1"]
+ablate = ["b0.h0", "b0.h1", "b1.h0", "b1.h1", "b0.attn", "b1.attn", "b0.mlp", "pos", "b0.h0+b1.h1",
+          "b0.h0@input", "b0.h1@answer", "b0.mlp@input"]
 ```
 
 ```run patched
 from = "trained"
 patch = { length = 6, letter = 1, strings = 40, seed = 9 }
+```
+
+```run placed
+from = "trained"
+patch = { length = 6, letter = 1, strings = 40, seed = 9, corrupt = "place" }
 ```
 """
 
@@ -89,38 +99,46 @@ def entries(runs: Path) -> tuple[dict, dict]:
 
 
 def patched_entries(runs: Path) -> dict:
-    """The patching runs' results of the cache, by seed."""
+    """The patching runs' results of the cache, by what they corrupt and seed."""
     out = {}
     for result in runs.glob("*/result.json"):
         r = json.loads(result.read_text())
         if "patched" in r.get("ablated", {}):
-            out[r["seed"]] = r
+            out[(r["config"]["intervene"]["patch"]["corrupt"], r["seed"])] = r
     return out
 
 
 # ANCHOR: hooks
 @contextmanager
-def switched_off(model: Transformer, target: str):
-    """The twin with ``target``'s parts giving zero, by hooks on activations."""
+def switched_off(model: Transformer, target: str, prompt: int | None = None):
+    """The twin with ``target``'s parts giving zero, by hooks on activations; a target
+    written ``…@input`` or ``…@answer`` only at the first ``prompt`` positions (the input's
+    letters) or at the others."""
     d_head = model.cfg.d_model // model.cfg.n_heads
     handles = []
+    target, _, place = target.partition("@")
+    rows = {"": slice(None), "input": slice(None, prompt), "answer": slice(prompt, None)}[place]
     for part in target.split("+"):
         if part == "pos":  # the learned table's rows, as the embedding returns them
             handles.append(model.pos.register_forward_hook(lambda _m, _i, out: torch.zeros_like(out)))
             continue
         block, what = part.split(".")
         b = model.blocks[int(block[1:])]
+        def zero_rows(y):
+            y = y.clone()
+            y[:, rows] = 0
+            return y
         if what == "attn":
             handles.append(b.attn.register_forward_hook(
-                lambda _m, _i, out: (torch.zeros_like(out[0]), out[1])))
+                lambda _m, _i, out: (zero_rows(out[0]), out[1])))
         elif what == "mlp":
-            handles.append(b.mlp.register_forward_hook(lambda _m, _i, out: torch.zeros_like(out)))
+            handles.append(b.mlp.register_forward_hook(lambda _m, _i, out: zero_rows(out)))
         else:
             h = int(what[1:])
 
             def zero_head(_m, inputs, h=h):
                 y = inputs[0].clone()  # (batch, tokens, d_model): heads side by side
-                y[..., h * d_head:(h + 1) * d_head] = 0
+                y[:, rows, h * d_head:(h + 1) * d_head] = 0
                 return (y,)
             handles.append(b.attn.out.register_forward_pre_hook(zero_head))
     try:
@@ -137,11 +155,18 @@ def pairs(alphabet: Alphabet, patch: dict) -> list[tuple[list[int], list[int]]]:
     each string, then the step (1 to letters − 1) that moves its letter at ``letter``."""
     rng = Rng(patch["seed"])
     out = []
+    at = patch["letter"]
     for _ in range(patch["strings"]):
         clean = draw(rng, alphabet, patch["length"])
         step = rng.range(1, alphabet.letters - 1)
+        moved = (clean[at] + step) % alphabet.letters
+        if patch["corrupt"] == "place":  # the letters stay; the next one differs from it
+            if clean[at + 1] == clean[at]:
+                clean[at + 1] = moved
+            out.append((clean, list(clean)))
+            continue
         corrupt = list(clean)
-        corrupt[patch["letter"]] = (clean[patch["letter"]] + step) % alphabet.letters
+        corrupt[at] = moved
         out.append((clean, corrupt))
     return out
 
@@ -155,7 +180,8 @@ def patching_map(model: Transformer, alphabet: Alphabet, patch: dict) -> dict:
     n = sequence_len(alphabet.task, length)
     rows = lambda which: torch.tensor([encode(p[which], alphabet, n, "answer", 0)[0] for p in drawn])
     clean, corrupt = rows(0), rows(1)
-    want = [(c[letter], k[letter]) for c, k in drawn]
+    placed = patch["corrupt"] == "place"
+    want = [(c[letter], c[letter + 1] if placed else k[letter]) for c, k in drawn]
     d_head = model.cfg.d_model // model.cfg.n_heads
 
     def hooks_on(name):
@@ -169,8 +195,10 @@ def patching_map(model: Transformer, alphabet: Alphabet, patch: dict) -> dict:
         h = int(part[1:])
         return block.attn.out, "pre", slice(h * d_head, (h + 1) * d_head)
 
-    def run(idx, name=None, swap=None, keep=None):
+    def run(idx, name=None, swap=None, keep=None, moved=False):
         module, kind, cols = hooks_on(name) if name else (None, None, None)
+        rows = list(range(n))
+        rows[letter], rows[letter + 1] = rows[letter + 1], rows[letter]
 
         def edit(t):
             if keep is not None:
@@ -179,15 +207,17 @@ def patching_map(model: Transformer, alphabet: Alphabet, patch: dict) -> dict:
                 t = t.clone()
                 t[:, swap[0], cols] = swap[1][:, swap[0], cols]
             return t
-        handle = None
+        handles = []
         if module is not None:
-            handle = (module.register_forward_pre_hook(lambda _m, i: (edit(i[0]),)) if kind == "pre"
-                      else module.register_forward_hook(lambda _m, _i, o: edit(o)))
+            handles.append(module.register_forward_pre_hook(lambda _m, i: (edit(i[0]),)) if kind == "pre"
+                           else module.register_forward_hook(lambda _m, _i, o: edit(o)))
+        if moved:  # the table's rows of the two letters swapped: each read at the other's place
+            handles.append(model.pos.register_forward_hook(lambda _m, _i, o: o[rows]))
         try:
             with torch.no_grad():
                 logits = model(idx)[:, query, :].double()
         finally:
-            if handle:
+            for handle in handles:
                 handle.remove()
         return sum(float(logits[i, a] - logits[i, b]) for i, (a, b) in enumerate(want)) / len(want)
 
@@ -198,12 +228,24 @@ def patching_map(model: Transformer, alphabet: Alphabet, patch: dict) -> dict:
     clean_ld = run(clean)
     for name in names:
         run(clean, name, keep=kept)
-    corrupt_ld = run(corrupt)
-    restored = {name: [(run(corrupt, name, swap=(p, kept[name])) - corrupt_ld) / (clean_ld - corrupt_ld)
+    corrupt_ld = run(corrupt, moved=placed)
+    restored = {name: [(run(corrupt, name, swap=(p, kept[name]), moved=placed) - corrupt_ld) / (clean_ld - corrupt_ld)
                        for p in range(query + 1)] for name in names}
     return {"query": query, "clean": clean_ld, "corrupt": corrupt_ld, "restored": restored,
             "first": alphabet.text(encode(drawn[0][0], alphabet, n, "answer", 0)[0][:query + 1])}
 # ANCHOR_END: patching
+
+
+def decodes(model: Transformer, alphabet: Alphabet, inputs: list[str], target: str) -> list[str]:
+    """The twin's greedy decodes of ``inputs`` with ``target`` switched off; one length at
+    a time, so that a target at some positions knows where the input's letters end."""
+    out = [""] * len(inputs)
+    for n in sorted({len(i) for i in inputs}):
+        rows = [k for k, i in enumerate(inputs) if len(i) == n]
+        with torch.no_grad(), switched_off(model, target, prompt=n):
+            for k, d in zip(rows, greedy(model, [inputs[k] for k in rows], alphabet)):
+                out[k] = d
+    return out
 
 
 def other_head(target: str) -> str | None:
@@ -243,12 +285,11 @@ class TwinAblation(unittest.TestCase):
         for seed, off in sorted(self.off.items()):
             model, alphabet, trained = self.model(seed)
             targets = off["ablated"]["targets"]
-            self.assertEqual(len(targets), 9)
+            self.assertEqual(len(targets), 12)
             for target, engine in targets.items():
                 for name in ("test", "long"):
                     inputs = trained["train"][name]["inputs"]
-                    with torch.no_grad(), switched_off(model, target):
-                        ours = greedy(model, inputs, alphabet)
+                    ours = decodes(model, alphabet, inputs, target)
                     theirs = engine[name]["outputs"]
                     with self.subTest(seed=seed, target=target, set=name):
                         self.assertEqual(len(ours), len(theirs))
@@ -261,9 +302,9 @@ class TwinAblation(unittest.TestCase):
                     moved += ours != trained["train"][name]["outputs"]
                     report.append({"seed": seed, "target": target, "set": name,
                                    "strings": len(ours), "engine_correct": engine[name]["correct"]})
-        # 2 seeds × 9 targets × (120 + 20) strings; and switching off must move decodes,
+        # 2 seeds × 12 targets × (120 + 20) strings; and switching off must move decodes,
         # or the comparison could not tell one head from another.
-        self.assertEqual(compared, 2 * 9 * 140)
+        self.assertEqual(compared, 2 * 12 * 140)
         self.assertGreaterEqual(moved, 12, "few ablations changed any decode")
         ARTIFACT.parent.mkdir(parents=True, exist_ok=True)
         ARTIFACT.write_text(json.dumps({"compared": compared, "targets": report}, indent=1) + "\n")
@@ -272,9 +313,9 @@ class TwinAblation(unittest.TestCase):
         """Every cell of the engine's patching map, at both seeds, against the twin's with
         the same outputs swapped by hooks: equal to 1e-6 of the margin (the twin's kernels
         are PyTorch's, so the last bits may differ); and the map is not trivial."""
-        self.assertEqual(sorted(self.patched), [0, 1])
+        self.assertEqual(sorted(self.patched), [(c, s) for c in ("letter", "place") for s in (0, 1)])
         cells, moved = 0, 0
-        for seed, r in sorted(self.patched.items()):
+        for (_, seed), r in sorted(self.patched.items()):
             model, alphabet, _ = self.model(seed)
             engine = r["ablated"]["patched"]
             twin = patching_map(model, alphabet, r["config"]["intervene"]["patch"])
@@ -290,12 +331,12 @@ class TwinAblation(unittest.TestCase):
                         self.assertAlmostEqual(a, b, delta=1e-6)
                     cells += 1
                     moved += abs(a) > 0.05 and not name == "resid.b0"
-        self.assertEqual(cells, 2 * 8 * (6 + 4 + 1))  # reversal: letter 1 is answer letter 4
+        self.assertEqual(cells, 2 * 2 * 8 * (6 + 4 + 1))  # reversal: letter 1 is answer letter 4
         self.assertGreaterEqual(moved, 4, "the map restores nothing beyond the embeddings")
 
     def test_patching_the_wrong_position_disagrees(self) -> None:
         """The comparison above can fail: a map whose positions are shifted by one differs."""
-        seed, r = min(self.patched.items())
+        (_, seed), r = min(self.patched.items())
         model, alphabet, _ = self.model(seed)
         twin = patching_map(model, alphabet, r["config"]["intervene"]["patch"])
         engine = r["ablated"]["patched"]["restored"]
@@ -311,6 +352,8 @@ class TwinAblation(unittest.TestCase):
             model, alphabet, trained = self.model(seed)
             inputs = trained["train"]["test"]["inputs"]
             for target, engine in off["ablated"]["targets"].items():
+                if "@" in target:
+                    continue
                 swapped = other_head(target)
                 if swapped is None or engine["test"]["outputs"] == trained["train"]["test"]["outputs"]:
                     continue
@@ -320,6 +363,24 @@ class TwinAblation(unittest.TestCase):
                     self.assertNotEqual(ours, engine["test"]["outputs"])
                 checked += 1
         self.assertGreaterEqual(checked, 6)
+
+
+    def test_the_other_place_disagrees(self) -> None:
+        """The check of restricted targets can fail: zeroing the part at the other place
+        disagrees with the engine on some string, for every such target that moved one."""
+        checked = 0
+        for seed, off in sorted(self.off.items()):
+            model, alphabet, trained = self.model(seed)
+            inputs = trained["train"]["test"]["inputs"]
+            for target, engine in off["ablated"]["targets"].items():
+                if "@" not in target or engine["test"]["outputs"] == trained["train"]["test"]["outputs"]:
+                    continue
+                part, _, place = target.partition("@")
+                other = part + "@" + ("answer" if place == "input" else "input")
+                with self.subTest(seed=seed, target=target, hooked=other):
+                    self.assertNotEqual(decodes(model, alphabet, inputs, other), engine["test"]["outputs"])
+                checked += 1
+        self.assertGreaterEqual(checked, 4)
 
 
 if __name__ == "__main__":

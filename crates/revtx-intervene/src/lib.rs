@@ -4,7 +4,8 @@
 //! - [`switch_off`]: what "off" means for each part, as edits of the weights that restore;
 //! - [`score`]: greedy decodes scored on the trained run's own test and long sets;
 //! - [`run`]: one request, from the trained entry to the intervening run's result;
-//! - `open` and `patch`: activation patching, on the engine's forward pass opened up.
+//! - `open` and `patch`: activation patching, on the engine's forward pass opened up;
+//! - `restrict`: a part zeroed at some positions only (`@input`, `@answer`), by a hook.
 //!
 //! Zero-ablation edits weights, not activations: a head's value rows (and their biases) set
 //! to zero make every value vector of that head zero, so its output is exactly zero at
@@ -17,11 +18,12 @@ pub mod change;
 pub mod mean;
 pub mod open;
 pub mod patch;
+pub mod restrict;
 
 use anyhow::{bail, ensure, Context, Result};
 use revtx_engine::data::{self, Alphabet, Letters};
 use revtx_engine::entry::{self, ExecRequest};
-use revtx_engine::experiments::intervene::{AblateMode, Part, Target};
+use revtx_engine::experiments::intervene::{AblateMode, At, Part, Target};
 use revtx_engine::experiments::{RunConfig, RunKind};
 use revtx_engine::model::{self, Transformer};
 use revtx_engine::result::{Ablated, LengthEval, RunOutput, RunResult, Score, Scored, Targets};
@@ -90,10 +92,14 @@ pub fn switch_off<T>(
     replace: Replace,
     f: impl FnOnce() -> T,
 ) -> Result<T> {
+    ensure!(
+        target.at == At::All,
+        "`{target}` is switched off at some positions only, which no weight edit can do (`restrict`)"
+    );
     let vars = vs.variables();
     let (d, dh) = (cfg.model.d_model, cfg.model.d_head());
     let mut saved = Vec::new();
-    for &part in &target.0 {
+    for &part in &target.parts {
         if let Some(why) = part.missing_in(&cfg.model) {
             bail!("`{part}`: {why}");
         }
@@ -225,8 +231,11 @@ fn means_for(
     Ok(match iv.mode {
         AblateMode::Zero => None,
         AblateMode::Mean => {
-            let parts: BTreeSet<Part> =
-                iv.ablate.iter().flat_map(|t| t.0.iter().copied()).collect();
+            let parts: BTreeSet<Part> = iv
+                .ablate
+                .iter()
+                .flat_map(|t| t.parts.iter().copied())
+                .collect();
             let parts: Vec<Part> = parts.into_iter().collect();
             let alphabet = cfg.data.alphabet();
             Some(mean::means(
@@ -283,6 +292,54 @@ fn table_change_for(
         );
         Ok(Some(c))
     }
+}
+
+/// Every target of `iv` evaluated in turn: those at every position by weight edits
+/// (`switch_off`), those at some positions only on the opened model, which is first
+/// checked against the engine's decodes of the untouched model (`restrict`).
+fn ablations<S: std::hash::BuildHasher>(
+    iv: &revtx_engine::experiments::intervene::Intervene,
+    cfg: &RunConfig,
+    vs: &nn::VarStore,
+    model: &Transformer,
+    vars: &std::collections::HashMap<String, tch::Tensor, S>,
+    (test, long): (&[Letters], &[Letters]),
+    baseline: &Scored,
+) -> Result<Targets> {
+    let alphabet = cfg.data.alphabet();
+    let means = means_for(iv, model, vs, cfg, test)?;
+    let replace = means.as_ref().map_or(Replace::Zero, Replace::Mean);
+    let restricted = iv.ablate.iter().any(|t| t.at != At::All);
+    ensure!(
+        !restricted || iv.mode == AblateMode::Zero,
+        "mean ablation replaces a part at every position: a target restricted to some is zeroed"
+    );
+    let opened = restricted
+        .then(|| open::Open::new(model, vars, &cfg.model))
+        .transpose()?;
+    let checked = opened
+        .as_ref()
+        .map(|o| {
+            restrict::Checked::new(
+                o,
+                cfg.model.d_head(),
+                alphabet,
+                [("test", test), ("long", long)],
+                baseline,
+            )
+        })
+        .transpose()?;
+    let mut targets = Vec::with_capacity(iv.ablate.len());
+    for target in &iv.ablate {
+        let s = match (&checked, target.at) {
+            (Some(c), At::Input | At::Answer) => c.scored(alphabet, target, test, long)?,
+            _ => switch_off(vs, cfg, target, replace, || {
+                scored(model, alphabet, test, long)
+            })?,
+        };
+        targets.push((target.to_string(), s));
+    }
+    Ok(Targets(targets))
 }
 
 /// One intervening run: the trained entry read and verified, the model rebuilt from its
@@ -347,19 +404,12 @@ pub fn run(req: &ExecRequest) -> Result<RunResult> {
             );
         }
     }
-    let means = means_for(iv, &model, &vs, cfg, &test)?;
-    let replace = means.as_ref().map_or(Replace::Zero, Replace::Mean);
-    let mut targets = Vec::with_capacity(iv.ablate.len());
-    for target in &iv.ablate {
-        let s = switch_off(&vs, cfg, target, replace, || {
-            scored(&model, alphabet, &test, &long)
-        })?;
-        targets.push((target.to_string(), s));
-    }
+    let vars = vs.variables();
+    let targets = ablations(iv, cfg, &vs, &model, &vars, (&test, &long), &baseline)?;
     let patched = iv
         .patch
         .as_ref()
-        .map(|p| patch::run(&model, &vs.variables(), cfg, p))
+        .map(|p| patch::run(&model, &vars, cfg, p))
         .transpose()?;
     let table_change = table_change_for(iv, &vs, cfg, req.seed, tr)?;
     env.train_seconds = 0.0;
@@ -375,7 +425,7 @@ pub fn run(req: &ExecRequest) -> Result<RunResult> {
         params: model::parameter_count(&vs),
         output: RunOutput::Ablated(Box::new(Ablated {
             baseline,
-            targets: Targets(targets),
+            targets,
             patched,
             table_change,
         })),

@@ -168,7 +168,7 @@ mod tests {
         let idx =
             Tensor::from_slice(&data::encode(&set[3], alphabet, 13, data::Targets::Answer, 0).0)
                 .view([1, 13]);
-        let target = Target(vec![head, attn, mlp]);
+        let target = Target::all(vec![head, attn, mlp]);
         switch_off(&vs, &cfg, &target, Replace::Mean(&means), || {
             let open = Open::new(&m, &vs.variables(), &cfg.model).unwrap();
             let _ = open.forward(&idx, &mut |site, t| {

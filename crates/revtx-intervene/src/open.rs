@@ -1,7 +1,8 @@
 //! The trained model with its parts open: the engine's forward pass, composed again from
 //! the engine's own kernels and the trained weights, with a hook where each component's
 //! output is formed (the residual stream entering a block, each head's output before the
-//! block's output projection, each MLP's output). Patching replaces one of them.
+//! block's output projection, each MLP's output). Patching replaces one of them; a place
+//! corruption (`forward_at`) also moves which row of the position table a token gets.
 //!
 //! Nothing here computes anything the engine does not: every operation is the engine's
 //! (`revtx_engine::model::kernels`, `Rope`, the norms), called in the engine's order, so the
@@ -110,7 +111,32 @@ impl<'m> Open<'m> {
     /// The logits of `idx: (batch, tokens)`, each component's output passed through
     /// `hook(site, output)` (which returns it, or what replaces it).
     pub fn forward(&self, idx: &Tensor, hook: &mut dyn FnMut(Site, Tensor) -> Tensor) -> Tensor {
-        let mut x = self.engine.pos.add(self.engine.tok.forward(idx));
+        self.forward_at(idx, None, hook)
+    }
+
+    /// `forward`, with each token given the position signal of `places[i]` instead of its
+    /// own position `i` (`places: (tokens,)`), for a model whose positions are rows of a
+    /// table added to the tokens; `None` is the engine's own addition. The rows are the
+    /// engine's table's, copied, and added as the engine adds them, so `places` in order
+    /// gives the engine's logits to the bit (a unit test holds it).
+    ///
+    /// # Panics
+    /// With `places`, if the model's positions are not a table (a plan-time error first).
+    pub fn forward_at(
+        &self,
+        idx: &Tensor,
+        places: Option<&Tensor>,
+        hook: &mut dyn FnMut(Site, Tensor) -> Tensor,
+    ) -> Tensor {
+        let tokens = self.engine.tok.forward(idx);
+        let mut x = match places {
+            None => self.engine.pos.add(tokens),
+            Some(places) => match &self.engine.pos {
+                position::Positions::Learned(table) => tokens + table.ws.index_select(0, places),
+                position::Positions::Sinusoidal(table) => tokens + table.index_select(0, places),
+                _ => panic!("the model's positions are not a table: no place to swap"),
+            },
+        };
         for (b, block) in self.blocks.iter().enumerate() {
             x = hook(Site::Resid(b), x);
             x = self.block(b, block, &x, hook);
@@ -202,5 +228,39 @@ impl<'m> Open<'m> {
         }
         let hidden = kernels::activation(self.cfg.activation, &block.up.forward(x));
         block.down.forward(&hidden)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use revtx_engine::experiments::RunConfig;
+
+    /// Every token given its own place is the engine's forward pass, to the bit, for a
+    /// learned table and for sinusoids; a swap of two places changes the logits.
+    #[test]
+    fn places_in_order_are_the_engines_positions() {
+        for encoding in [PositionEncoding::Learned, PositionEncoding::Sinusoidal] {
+            let mut cfg = RunConfig::reference();
+            cfg.model.position_encoding = encoding;
+            let (vs, engine) = model::init(&cfg.model, 7);
+            let vars = vs.variables();
+            let open = Open::new(&engine, &vars, &cfg.model).unwrap();
+            let x = Tensor::from_slice(&[1i64, 2, 3, 4, 5, 0, 5, 4, 3, 2, 1]).view([1, 11]);
+            let mut places: Vec<i64> = (0..11).collect();
+            let ordered = Tensor::from_slice(&places);
+            tch::no_grad(|| {
+                let want = engine.forward(&x).0;
+                assert!(open
+                    .forward_at(&x, Some(&ordered), &mut |_, t| t)
+                    .equal(&want));
+                places.swap(2, 3);
+                let swapped = Tensor::from_slice(&places);
+                let moved = open.forward_at(&x, Some(&swapped), &mut |_, t| t);
+                assert!(!moved.equal(&want), "{encoding:?}");
+                // Before the swap the two passes are the same tokens at the same places.
+                assert!(moved.narrow(1, 0, 2).equal(&want.narrow(1, 0, 2)));
+            });
+        }
     }
 }

@@ -10,7 +10,7 @@
 use crate::open::{Open, Site};
 use anyhow::{ensure, Context, Result};
 use revtx_engine::data::{self, Alphabet, Letters};
-use revtx_engine::experiments::intervene::Patch;
+use revtx_engine::experiments::intervene::{Corruption, Patch};
 use revtx_engine::model::Transformer;
 use revtx_engine::result::Patched;
 use revtx_engine::rng::Rng;
@@ -20,12 +20,14 @@ use tch::{Kind, Tensor};
 /// A component of the map: where its output is formed, and which slice of it is its own
 /// (a head's `d_head` columns of the heads side by side; all of it otherwise).
 #[derive(Clone, Copy, Debug)]
-struct Component {
-    site: Site,
-    columns: Option<(i64, i64)>,
+pub(crate) struct Component {
+    pub site: Site,
+    pub columns: Option<(i64, i64)>,
 }
 
-fn component(name: &str, d_head: i64) -> Option<Component> {
+/// The component a map (or a target's part) names: `resid.b<k>`, `b<k>.h<h>`, `b<k>.attn`
+/// or `b<k>.mlp`.
+pub(crate) fn component(name: &str, d_head: i64) -> Option<Component> {
     if let Some(b) = name.strip_prefix("resid.b") {
         let b = b.parse().ok()?;
         return Some(Component {
@@ -35,9 +37,13 @@ fn component(name: &str, d_head: i64) -> Option<Component> {
     }
     let (b, part) = name.strip_prefix('b')?.split_once('.')?;
     let b: usize = b.parse().ok()?;
-    if part == "mlp" {
+    if part == "mlp" || part == "attn" {
         return Some(Component {
-            site: Site::Mlp(b),
+            site: if part == "mlp" {
+                Site::Mlp(b)
+            } else {
+                Site::Attn(b)
+            },
             columns: None,
         });
     }
@@ -52,17 +58,42 @@ fn component(name: &str, d_head: i64) -> Option<Component> {
 /// from `Rng::new(seed)`, each followed by the draw that moves its letter at `letter` up
 /// by 1 to `letters − 1` places (round the alphabet), so the corrupted letter always
 /// differs.
+///
+/// For a place corruption the letters stay: the corrupted string is the clean one, and the
+/// draw instead moves the letter after `letter` off `letter`'s own when the two are the
+/// same, so that swapping their places always changes which letter sits where.
 pub fn pairs(alphabet: Alphabet, p: &Patch) -> Vec<(Letters, Letters)> {
     let mut rng = Rng::new(p.seed);
     (0..p.strings)
         .map(|_| {
-            let clean = data::draw(&mut rng, alphabet, p.length);
+            let mut clean = data::draw(&mut rng, alphabet, p.length);
             let step = rng.range(1, alphabet.letters - 1);
-            let mut corrupt = clean.clone();
-            corrupt[p.letter] = ((clean[p.letter] as usize + step) % alphabet.letters) as u8;
-            (clean, corrupt)
+            let moved = ((clean[p.letter] as usize + step) % alphabet.letters) as u8;
+            match p.corrupt {
+                Corruption::Letter => {
+                    let mut corrupt = clean.clone();
+                    corrupt[p.letter] = moved;
+                    (clean, corrupt)
+                }
+                Corruption::Place => {
+                    if clean[p.letter + 1] == clean[p.letter] {
+                        clean[p.letter + 1] = moved;
+                    }
+                    (clean.clone(), clean)
+                }
+            }
         })
         .collect()
+}
+
+/// The place of each of `tokens` positions in the corrupted run: its own, or for a place
+/// corruption, `letter`'s and the next letter's swapped.
+fn places(p: &Patch, tokens: i64) -> Option<Tensor> {
+    (p.corrupt == Corruption::Place).then(|| {
+        let mut at: Vec<i64> = (0..tokens).collect();
+        at.swap(p.letter, p.letter + 1);
+        Tensor::from_slice(&at)
+    })
 }
 
 /// Strings of one length as the model reads them at evaluation: their letters, the
@@ -101,6 +132,50 @@ fn mean(xs: &[(f64, bool, bool)]) -> f64 {
     xs.iter().map(|x| x.0).sum::<f64>() / xs.len() as f64
 }
 
+/// Per string, the clean answer letter and the one the corruption would put in its place:
+/// the corrupted letter, or (places swapped) the letter read where the clean one was.
+fn wanted(pairs: &[(Letters, Letters)], p: &Patch) -> Vec<(usize, usize)> {
+    pairs
+        .iter()
+        .map(|(c, k)| match p.corrupt {
+            Corruption::Letter => (usize::from(c[p.letter]), usize::from(k[p.letter])),
+            Corruption::Place => (usize::from(c[p.letter]), usize::from(c[p.letter + 1])),
+        })
+        .collect()
+}
+
+/// Both runs held to the engine, bit for bit: the clean one, and the corrupted one, or for
+/// a place corruption (which the engine has no run like) the table's path with every
+/// place in order.
+fn held_to_engine(
+    model: &Transformer,
+    open: &Open,
+    clean: &Tensor,
+    corrupt: &Tensor,
+    places: Option<&Tensor>,
+    (clean_logits, corrupt_logits): (&Tensor, &Tensor),
+) -> Result<()> {
+    let tokens = corrupt.size()[1];
+    let ordered = places.map(|_| {
+        let in_order = Tensor::arange(tokens, (Kind::Int64, corrupt.device()));
+        open.forward_at(clean, Some(&in_order), &mut |_, t| t)
+    });
+    let checks = match &ordered {
+        None => vec![
+            ("clean", clean, clean_logits),
+            ("corrupted", corrupt, corrupt_logits),
+        ],
+        Some(o) => vec![("clean", clean, clean_logits), ("in-order", clean, o)],
+    };
+    for (what, idx, mine) in checks {
+        ensure!(
+            model.forward(idx).0.equal(mine),
+            "the open model's {what} logits are not the engine's, bit for bit"
+        );
+    }
+    Ok(())
+}
+
 /// The patching map of `model` (its weights `vars`), as `p` asks.
 pub fn run<S: std::hash::BuildHasher>(
     model: &Transformer,
@@ -120,14 +195,16 @@ pub fn run<S: std::hash::BuildHasher>(
         p.letter < p.length && p.strings > 0,
         "`patch` names no letter of its strings"
     );
+    ensure!(
+        p.corrupt == Corruption::Letter || p.letter + 1 < p.length,
+        "a place corruption swaps `patch.letter` with the letter after it, and there is none"
+    );
     let open = Open::new(model, vars, &cfg.model)?;
     let pairs = pairs(alphabet, p);
     let clean = batch(alphabet, &pairs.iter().map(|x| &x.0).collect::<Vec<_>>());
     let corrupt = batch(alphabet, &pairs.iter().map(|x| &x.1).collect::<Vec<_>>());
-    let want: Vec<(usize, usize)> = pairs
-        .iter()
-        .map(|(c, k)| (usize::from(c[p.letter]), usize::from(k[p.letter])))
-        .collect();
+    let want = wanted(&pairs, p);
+    let places = places(p, corrupt.size()[1]);
 
     tch::no_grad(|| {
         // The clean run, every component's output kept; then both runs held to the engine.
@@ -136,16 +213,15 @@ pub fn run<S: std::hash::BuildHasher>(
             kept.push((site, t.shallow_clone()));
             t
         });
-        let corrupt_logits = open.forward(&corrupt, &mut |_, t| t);
-        for (what, idx, mine) in [
-            ("clean", &clean, &clean_logits),
-            ("corrupted", &corrupt, &corrupt_logits),
-        ] {
-            ensure!(
-                model.forward(idx).0.equal(mine),
-                "the open model's {what} logits are not the engine's, bit for bit"
-            );
-        }
+        let corrupt_logits = open.forward_at(&corrupt, places.as_ref(), &mut |_, t| t);
+        held_to_engine(
+            model,
+            &open,
+            &clean,
+            &corrupt,
+            places.as_ref(),
+            (&clean_logits, &corrupt_logits),
+        )?;
         let (c, k) = (
             differences(&clean_logits, query, &want),
             differences(&corrupt_logits, query, &want),
@@ -164,7 +240,7 @@ pub fn run<S: std::hash::BuildHasher>(
                 .with_context(|| format!("the model formed no `{name}`"))?;
             let mut row = Vec::with_capacity(query + 1);
             for pos in 0..=query as i64 {
-                let logits = open.forward(&corrupt, &mut |site, t| {
+                let logits = open.forward_at(&corrupt, places.as_ref(), &mut |site, t| {
                     if site != comp.site {
                         return t;
                     }
@@ -227,6 +303,7 @@ mod tests {
             letter: 2,
             strings: 12,
             seed: 3,
+            corrupt: Corruption::Letter,
         };
         let got = run(&m, &vs.variables(), &cfg, &p).unwrap();
         assert_eq!(
@@ -262,10 +339,38 @@ mod tests {
             letter: 0,
             strings: 200,
             seed: 1,
+            corrupt: Corruption::Letter,
         };
         for (c, k) in pairs(cfg.data.alphabet(), &p) {
             assert_ne!(c[0], k[0]);
             assert_eq!(c[1..], k[1..]);
         }
+    }
+
+    /// A place corruption keeps every letter, always swaps two different ones, and (on any
+    /// model) moves nothing before the first of them: every component there restores
+    /// exactly 0. The swap changes the margin, so the gap is not empty.
+    #[test]
+    #[allow(clippy::float_cmp, reason = "exact values are what the test holds")]
+    fn a_place_corruption_swaps_two_different_letters() {
+        let cfg = RunConfig::reference();
+        let p = Patch {
+            length: 7,
+            letter: 2,
+            strings: 200,
+            seed: 4,
+            corrupt: Corruption::Place,
+        };
+        for (c, k) in pairs(cfg.data.alphabet(), &p) {
+            assert_eq!(c, k);
+            assert_ne!(c[2], c[3]);
+        }
+        let (vs, m) = model::init(&cfg.model, 5);
+        let got = run(&m, &vs.variables(), &cfg, &Patch { strings: 12, ..p }).unwrap();
+        assert_ne!(got.clean, got.corrupt);
+        for (name, row) in &got.restored {
+            assert!(row[..2].iter().all(|&r| r == 0.0), "{name} before the swap");
+        }
+        assert!(got.restored["resid.b0"][2..4].iter().any(|&r| r != 0.0));
     }
 }

@@ -72,7 +72,7 @@ impl Figure for Spec {
         let m = &first.config.model;
         let mut columns: Vec<String> = (0..m.n_heads).map(|h| format!("h{h}")).collect();
         for sub in ["attn", "mlp"] {
-            if iv.ablate.iter().any(|t| t.to_string().ends_with(&format!(".{sub}")) && t.0.len() == 1) {
+            if iv.ablate.iter().any(|t| t.to_string().ends_with(&format!(".{sub}")) && t.parts.len() == 1) {
                 columns.push(sub.into());
             }
         }

@@ -30,11 +30,11 @@ pub struct Intervene {
 }
 
 /// Activation patching on one letter: `strings` strings of `length` letters, each run clean
-/// and with the letter at `letter` (counting from 0) replaced by another (corrupted); then
-/// the corrupted run again with one component's output at one position taken from the
-/// clean run, for every component and position. What is measured is the logit difference
-/// between the clean and the corrupted answer letter where the model writes that letter.
-/// Every value is written out in the run's key, defaults included.
+/// and corrupted (see [`Corruption`]); then the corrupted run again with one component's
+/// output at one position taken from the clean run, for every component and position.
+/// What is measured is the logit difference between the clean answer letter and the one
+/// the corruption would put there, where the model writes that letter. Every value is
+/// written out in the run's key, defaults included.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Patch {
@@ -43,6 +43,27 @@ pub struct Patch {
     pub strings: usize,
     /// The seed of the strings and their corruptions (`revtx_engine::rng`).
     pub seed: u64,
+    /// What the corruption changes (read as `letter` from results written before it was
+    /// a key, which all corrupted a letter).
+    #[serde(default)]
+    pub corrupt: Corruption,
+}
+
+/// What a patching run's corrupted strings change.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Corruption {
+    /// The letter at `letter` is replaced by another: the answer letter it decides changes.
+    #[default]
+    Letter,
+    /// The letters stay and their places change: the position signal of `letter` and of
+    /// the letter after it are swapped (two rows of a position table), so each is read
+    /// where the other sits. Only for positions added from a table (learned, sinusoidal).
+    Place,
+}
+
+impl Corruption {
+    pub const NAMES: &'static [&'static str] = &["letter", "place"];
 }
 
 impl Patch {
@@ -51,7 +72,7 @@ impl Patch {
     /// `seed` when the block leaves it out.
     pub const SEED: u64 = 0;
     /// The keys of a `patch` table.
-    pub const KEYS: &'static [&'static str] = &["length", "letter", "strings", "seed"];
+    pub const KEYS: &'static [&'static str] = &["length", "letter", "strings", "seed", "corrupt"];
 
     /// Which answer letter the input letter at `letter` decides, for the tasks whose
     /// answers are their letters in an order fixed by position: copying (the same index)
@@ -192,14 +213,54 @@ impl fmt::Display for Part {
     }
 }
 
-/// What one evaluation switches off: one or more parts, together.
+/// Where a target is switched off: at every position, or (written `@input`, `@answer`)
+/// only at the positions of the input's letters, or only at the separator and the answer
+/// letters fed back, the positions from which the answer letters are predicted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum At {
+    All,
+    Input,
+    Answer,
+}
+
+impl At {
+    /// The positions, of a sequence of `tokens` whose prompt is `prompt` tokens long.
+    pub fn positions(self, prompt: usize, tokens: usize) -> std::ops::Range<usize> {
+        match self {
+            At::All => 0..tokens,
+            At::Input => 0..prompt.min(tokens),
+            At::Answer => prompt.min(tokens)..tokens,
+        }
+    }
+}
+
+/// What one evaluation switches off: one or more parts, together, at the positions `at`.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Target(pub Vec<Part>);
+pub struct Target {
+    pub parts: Vec<Part>,
+    pub at: At,
+}
 
 impl Target {
-    /// Reads `b0.h1`, `b1.mlp` or `b0.h0+b0.h1`.
+    /// Parts switched off at every position.
+    pub fn all(parts: Vec<Part>) -> Target {
+        Target { parts, at: At::All }
+    }
+
+    /// Reads `b0.h1`, `b1.mlp`, `b0.h0+b0.h1`, or any of them restricted to positions:
+    /// `b0.h1@input`, `b0.h1@answer`.
     pub fn parse(s: &str) -> Result<Target, String> {
-        let parts = s
+        let (written, at) = match s.split_once('@') {
+            None => (s, At::All),
+            Some((w, "input")) => (w, At::Input),
+            Some((w, "answer")) => (w, At::Answer),
+            Some((_, other)) => {
+                return Err(format!(
+                    "`@{other}` is not a place: write `@input` (the input's letters) or `@answer` (the separator and the answer letters)"
+                ))
+            }
+        };
+        let parts = written
             .split('+')
             .map(|p| Part::parse(p.trim()))
             .collect::<Result<Vec<_>, _>>()?;
@@ -208,19 +269,28 @@ impl Target {
                 return Err(format!("`{p}` is named twice in `{s}`"));
             }
         }
-        Ok(Target(parts))
+        if at != At::All && parts.contains(&Part::Pos) {
+            return Err(format!(
+                "`pos` is switched off at every position or not at all, not `{s}`"
+            ));
+        }
+        Ok(Target { parts, at })
     }
 }
 
 impl fmt::Display for Target {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for (k, p) in self.0.iter().enumerate() {
+        for (k, p) in self.parts.iter().enumerate() {
             if k > 0 {
                 f.write_str("+")?;
             }
             write!(f, "{p}")?;
         }
-        Ok(())
+        match self.at {
+            At::All => Ok(()),
+            At::Input => f.write_str("@input"),
+            At::Answer => f.write_str("@answer"),
+        }
     }
 }
 
@@ -241,7 +311,9 @@ impl<'de> Deserialize<'de> for Target {
 /// stands for.
 pub fn each_head(m: &ModelConfig) -> Vec<Target> {
     (0..m.n_layers)
-        .flat_map(|block| (0..m.n_heads).map(move |head| Target(vec![Part::Head { block, head }])))
+        .flat_map(|block| {
+            (0..m.n_heads).map(move |head| Target::all(vec![Part::Head { block, head }]))
+        })
         .collect()
 }
 
@@ -259,6 +331,8 @@ mod tests {
             "b12.h10",
             "pos",
             "pos+b1.mlp",
+            "b0.h1@input",
+            "b0.h0+b1.h1@answer",
         ] {
             assert_eq!(Target::parse(s).unwrap().to_string(), s);
         }
@@ -271,8 +345,24 @@ mod tests {
             "b0.head1",
             "b0.h0+",
             "b0.h1+b0.h1",
+            "b0.h1@keys",
+            "b0.h1@",
+            "pos@input",
         ] {
             assert!(Target::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    /// The two places split the positions between them, at every length.
+    #[test]
+    fn input_and_answer_split_the_positions() {
+        for (prompt, tokens) in [(8, 9), (8, 17), (3, 2)] {
+            let (i, a) = (
+                At::Input.positions(prompt, tokens),
+                At::Answer.positions(prompt, tokens),
+            );
+            assert_eq!((i.start, i.end, a.end), (0, a.start, tokens));
+            assert_eq!(At::All.positions(prompt, tokens), 0..tokens);
         }
     }
 
