@@ -16,7 +16,7 @@ CHAPTER_2 := PAGE=chapter-2.html FIGURES=9 ANSWERS=5 MODELS=learned_copy,sin_cop
 CHAPTER_3 := PAGE=chapter-3.html FIGURES=4 ANSWERS=5 LISTINGS=1 NOTEBOOK=1
 # Chapter 4: two ablation grids; its listing of what each ablation zeroes has the twin's hooks
 # as its PyTorch tab; a widget of two copiers with their heads' switches; no notebook yet.
-CHAPTER_4 := PAGE=chapter-4.html FIGURES=3 ANSWERS=6 MODELS=rope_copy,alibi_copy LISTINGS=1 NOTEBOOK=1
+CHAPTER_4 := PAGE=chapter-4.html FIGURES=4 ANSWERS=6 MODELS=rope_copy,alibi_copy LISTINGS=1 NOTEBOOK=1
 # The least number of pages the book's PDF may have (title, contents, the chapters).
 PDF_PAGES := 36
 # The site's pages the browser test must find (each page it has is checked).
