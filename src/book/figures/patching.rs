@@ -29,6 +29,9 @@ struct Map {
     rows: Vec<String>,
     columns: Vec<String>,
     corrupted: usize,
+    /// A place corruption: the letters at `corrupted` and the next position swapped places
+    /// (else the letter at `corrupted` was changed).
+    swapped: bool,
     cells: Vec<Vec<Vec<f64>>>,
     seeds: usize,
 }
@@ -84,6 +87,12 @@ impl Figure for Spec {
             rows: first.components.clone(),
             columns,
             corrupted: first.corrupted,
+            swapped: run.seeds[0]
+                .config
+                .intervene
+                .as_ref()
+                .and_then(|iv| iv.patch.as_ref())
+                .is_some_and(|p| p.corrupt == revtx_spec::experiments::intervene::Corruption::Place),
             cells,
             seeds: patched.len(),
         }))
@@ -112,8 +121,10 @@ fn chart(m: &Map) -> Result<Svg, String> {
             let x = LEFT + j as i32 * CELL.0 + CELL.0 / 2;
             root.draw(&Text::new(c.clone(), (x, TOP - 8), text_style(17.0, HPos::Center, VPos::Bottom)))
                 .map_err(de)?;
-            if j == m.corrupted {
-                root.draw(&Text::new("changed", (x, TOP - 28), text_style(15.0, HPos::Center, VPos::Bottom)))
+            let marked = j == m.corrupted || (m.swapped && j == m.corrupted + 1);
+            if marked {
+                let word = if m.swapped { "swapped" } else { "changed" };
+                root.draw(&Text::new(word, (x, TOP - 28), text_style(15.0, HPos::Center, VPos::Bottom)))
                     .map_err(de)?;
             }
             if j + 1 == m.columns.len() {
@@ -166,9 +177,17 @@ fn alt(m: &Map) -> String {
         }
     }
     format!(
-        "A map of components by position: each cell the share of the clean answer's margin restored when that component's output at that position is taken from the clean run into the corrupted one, mean of {} seeds; the letter changed is at position {}, the answer letter is written at position {}. Cells of {QUIET} or more: {}. Every other cell is below {QUIET}.",
+        "A map of components by position: each cell the share of the clean answer's margin restored when that component's output at that position is taken from the clean run into the corrupted one, mean of {} seeds; {}, the answer letter is written at position {}. Cells of {QUIET} or more: {}. Every other cell is below {QUIET}.",
         m.seeds,
-        m.columns[m.corrupted],
+        if m.swapped {
+            format!(
+                "the letters at positions {} and {} swapped places",
+                m.columns[m.corrupted],
+                m.columns.get(m.corrupted + 1).map_or("", String::as_str)
+            )
+        } else {
+            format!("the letter changed is at position {}", m.columns[m.corrupted])
+        },
         m.columns.last().map_or("", String::as_str),
         notable.join("; ")
     )
@@ -185,6 +204,7 @@ mod tests {
             rows: vec!["resid.b0".into(), "b0.h1".into(), "resid.b1".into(), "b1.mlp".into()],
             columns: vec!["1".into(), "2".into(), "|".into(), "a1".into()],
             corrupted: 1,
+            swapped: false,
             cells: vec![
                 vec![vec![0.0, 0.0], vec![1.0, 1.0], vec![0.0, 0.0], vec![0.0, 0.0]],
                 vec![vec![0.0, 0.0], vec![0.0, 0.0], vec![0.0, 0.01], vec![0.3, 0.5]],
@@ -201,5 +221,9 @@ mod tests {
         assert!(!svg.body.contains("\n0.01\n") && !svg.body.contains("\n0.00\n"), "quiet cells show no number");
         assert!(svg.alt.contains("block 0 head 1 at position a1 restores 0.40 (0.30 to 0.50)"), "{}", svg.alt);
         assert!(svg.alt.contains("the letter changed is at position 2, the answer letter is written at position a1"), "{}", svg.alt);
+        let place = chart(&Map { swapped: true, ..m }).unwrap();
+        assert!(place.alt.contains("the letters at positions 2 and | swapped places"), "{}", place.alt);
+        assert_eq!(place.body.matches("\nswapped\n").count(), 2);
+        assert!(!place.body.contains("\nchanged\n"));
     }
 }
